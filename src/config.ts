@@ -1,0 +1,174 @@
+import { randomBytes } from 'node:crypto';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * The one place that reads the environment. Every setting is validated here,
+ * defaults live here, and the result is passed down as a plain object.
+ */
+
+export type Role = 'all' | 'api' | 'runner' | 'bridge';
+export const ROLES: readonly Role[] = ['all', 'api', 'runner', 'bridge'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface ApiKeys {
+  /** api key → tenant */
+  readonly byKey: ReadonlyMap<string, string>;
+  /** true when no API_KEYS was set and a development key was generated */
+  readonly generated: boolean;
+}
+
+export interface CallbackConfig {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  concurrency: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  /** undefined → start the embedded local broker */
+  kafkaBrokers: string[] | undefined;
+  topicPrefix: string;
+  topicPartitions: number;
+  apiKeys: ApiKeys;
+  role: Role;
+  logLevel: LogLevel;
+  /** where the embedded broker's jars, data and logs live (outside the repo) */
+  cacheDir: string;
+  /** bound on any request that needs Kafka before it answers 503 */
+  kafkaTimeoutMs: number;
+  bodyLimitBytes: number;
+  /** a running task whose runner stopped heartbeating for this long is re-run */
+  taskLeaseMs: number;
+  callbacks: CallbackConfig;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  raw(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  string(name: string, fallback: string, pattern?: RegExp): string {
+    const v = this.raw(name) ?? fallback;
+    if (pattern && !pattern.test(v)) this.problems.push(`${name}=${JSON.stringify(v)} must match ${pattern}`);
+    return v;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!/^-?\d+$/.test(v) || n < min || n > max) {
+      this.problems.push(`${name}=${JSON.stringify(v)} must be an integer from ${min} to ${max}`);
+      return fallback;
+    }
+    return n;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const v = this.raw(name)?.toLowerCase();
+    if (v === undefined) return fallback;
+    if (['true', '1', 'yes'].includes(v)) return true;
+    if (['false', '0', 'no'].includes(v)) return false;
+    this.problems.push(`${name}=${JSON.stringify(v)} must be true or false`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[], override?: string): T {
+    const v = override ?? this.raw(name) ?? fallback;
+    if (!(allowed as readonly string[]).includes(v)) {
+      this.problems.push(`${name}=${JSON.stringify(v)} must be one of ${allowed.join(', ')}`);
+      return fallback;
+    }
+    return v as T;
+  }
+}
+
+function parseBrokers(r: Reader): string[] | undefined {
+  const v = r.raw('KAFKA_BROKERS');
+  if (v === undefined) return undefined;
+  const brokers = v.split(',').map((b) => b.trim()).filter(Boolean);
+  for (const b of brokers) {
+    if (!/^[A-Za-z0-9._-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(b)) {
+      r.problems.push(`KAFKA_BROKERS entry ${JSON.stringify(b)} must be host:port`);
+    }
+  }
+  if (brokers.length === 0) r.problems.push('KAFKA_BROKERS must list at least one host:port');
+  return brokers;
+}
+
+function parseApiKeys(r: Reader): ApiKeys {
+  const v = r.raw('API_KEYS');
+  if (v === undefined) {
+    return { byKey: new Map([[`dev-${randomBytes(18).toString('base64url')}`, 'dev']]), generated: true };
+  }
+  const byKey = new Map<string, string>();
+  for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const i = pair.indexOf(':');
+    const tenant = pair.slice(0, i);
+    const key = pair.slice(i + 1);
+    if (i <= 0 || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant) || !/^[\x21-\x7e]{16,256}$/.test(key)) {
+      r.problems.push('API_KEYS must be tenant:key pairs separated by commas; tenant [A-Za-z0-9._-], key 16+ printable characters');
+      continue;
+    }
+    if (byKey.has(key)) r.problems.push(`API_KEYS lists one key twice (tenant ${tenant})`);
+    byKey.set(key, tenant);
+  }
+  if (byKey.size === 0) r.problems.push('API_KEYS is set but holds no key');
+  return { byKey, generated: false };
+}
+
+/** Reads and validates the configuration; throws ConfigError listing every bad setting at once. */
+export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
+  const r = new Reader(env);
+  const config: Config = {
+    port: r.int('PORT', 3000, 0, 65535),
+    host: r.string('HOST', '0.0.0.0'),
+    kafkaBrokers: parseBrokers(r),
+    topicPrefix: r.string('TOPIC_PREFIX', 'hookstream.', /^[A-Za-z0-9._-]{0,100}$/),
+    topicPartitions: r.int('TOPIC_PARTITIONS', 3, 1, 1000),
+    apiKeys: parseApiKeys(r),
+    role: r.oneOf<Role>('ROLE', 'all', ROLES, roleOverride),
+    logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
+    cacheDir: r.string('HOOKSTREAM_CACHE_DIR', join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hookstream')),
+    kafkaTimeoutMs: r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000),
+    bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 1048576, 1024, 104857600),
+    taskLeaseMs: r.int('TASK_LEASE_MS', 30000, 1000, 3600000),
+    callbacks: {
+      allowPrivate: r.bool('CALLBACK_ALLOW_PRIVATE', false),
+      timeoutMs: r.int('CALLBACK_TIMEOUT_MS', 10000, 100, 120000),
+      maxAttempts: r.int('CALLBACK_MAX_ATTEMPTS', 8, 1, 100),
+      backoffBaseMs: r.int('CALLBACK_BACKOFF_BASE_MS', 1000, 1, 3600000),
+      backoffMaxMs: r.int('CALLBACK_BACKOFF_MAX_MS', 300000, 1, 86400000),
+      concurrency: r.int('CALLBACK_CONCURRENCY', 32, 1, 10000),
+    },
+  };
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return config;
+}
+
+/** The variables loadConfig reads; the docker-compose test checks compose only sets these. */
+export const CONFIG_VARIABLES = [
+  'PORT', 'HOST', 'KAFKA_BROKERS', 'TOPIC_PREFIX', 'TOPIC_PARTITIONS', 'API_KEYS', 'ROLE', 'LOG_LEVEL',
+  'HOOKSTREAM_CACHE_DIR', 'XDG_CACHE_HOME', 'KAFKA_TIMEOUT_MS', 'BODY_LIMIT_BYTES', 'TASK_LEASE_MS',
+  'CALLBACK_ALLOW_PRIVATE', 'CALLBACK_TIMEOUT_MS', 'CALLBACK_MAX_ATTEMPTS', 'CALLBACK_BACKOFF_BASE_MS',
+  'CALLBACK_BACKOFF_MAX_MS', 'CALLBACK_CONCURRENCY',
+] as const;

@@ -1,0 +1,29 @@
+import { randomUUID } from 'node:crypto';
+import type { Headers, OutgoingRecord } from '../kafka/types';
+
+export const EVENT_SOURCE = '/hookstream';
+
+/**
+ * A record in the CloudEvents Kafka protocol binding, binary mode: the event's
+ * attributes are `ce_` headers, the value is the event data as JSON.
+ */
+export function cloudEventRecord(args: {
+  topic: string;
+  key: string;
+  type: string;
+  subject: string;
+  data: unknown;
+  id?: string;
+  time?: string;
+}): OutgoingRecord {
+  const headers: Headers = {
+    ce_specversion: '1.0',
+    ce_id: args.id ?? randomUUID(),
+    ce_type: args.type,
+    ce_source: EVENT_SOURCE,
+    ce_subject: args.subject,
+    ce_time: args.time ?? new Date().toISOString(),
+    'content-type': 'application/json',
+  };
+  return { topic: args.topic, key: args.key, value: JSON.stringify(args.data), headers };
+}

@@ -1,0 +1,45 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { timingSafeEqual } from 'node:crypto';
+import { ProblemError } from './problem';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    tenant: string;
+  }
+  interface FastifyContextConfig {
+    /** root, health and docs: no API key needed */
+    public?: boolean;
+  }
+}
+
+function lookup(keys: ReadonlyMap<string, string>, presented: string): string | undefined {
+  const given = Buffer.from(presented);
+  for (const [key, tenant] of keys) {
+    const expected = Buffer.from(key);
+    if (expected.length === given.length && timingSafeEqual(expected, given)) return tenant;
+  }
+  return undefined;
+}
+
+export function tenantOf(request: FastifyRequest): string {
+  return request.tenant;
+}
+
+/** `Authorization: Bearer <api key>`; keys map to tenants. */
+export const authPlugin = fp(async (app: FastifyInstance, options: { keys: ReadonlyMap<string, string> }) => {
+  app.decorateRequest('tenant', '');
+  app.addHook('onRequest', async (request) => {
+    // Unrouted requests only ever get 404, 405 or OPTIONS' Allow, which the public root already tells.
+    if (request.routeOptions.config?.public || request.is404) return;
+    const header = request.headers.authorization ?? '';
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    const tenant = m ? lookup(options.keys, m[1]) : undefined;
+    if (!tenant) {
+      throw new ProblemError('unauthorized', header ? 'The API key is not valid.' : 'Send an API key as `Authorization: Bearer <key>`.', {
+        headers: { 'www-authenticate': header ? 'Bearer error="invalid_token"' : 'Bearer' },
+      });
+    }
+    request.tenant = tenant;
+  });
+}, { name: 'hookstream-auth' });

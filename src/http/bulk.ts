@@ -1,0 +1,53 @@
+import type { FastifyRequest } from 'fastify';
+import { problem, ProblemError, type ProblemDetail } from './problem';
+
+export const MAX_BULK_ELEMENTS = 1000;
+
+/** `{"order": [...]}` is a bulk body for the `order` resource. */
+export function isBulkBody(body: unknown, name: string): body is Record<string, unknown[]> {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) && Array.isArray((body as Record<string, unknown>)[name]);
+}
+
+export function bulkElements(body: unknown, name: string): unknown[] {
+  if (!isBulkBody(body, name)) {
+    throw new ProblemError('validation-failed', `A bulk body is {"${name}": [ ... ]}.`, {
+      errors: [problem('invalid-field', `/${name} must be an array`, { instance: `/${name}` })],
+    });
+  }
+  const elements = body[name];
+  const extra = Object.keys(body).filter((k) => k !== name);
+  if (elements.length === 0 || elements.length > MAX_BULK_ELEMENTS || extra.length > 0) {
+    throw new ProblemError('validation-failed', `A bulk body holds only "${name}", with 1 to ${MAX_BULK_ELEMENTS} elements.`, {
+      errors: extra.length > 0
+        ? extra.map((k) => problem('invalid-field', `/${k} is not a known field`, { instance: `/${k}` }))
+        : [problem('invalid-field', `/${name} must have 1 to ${MAX_BULK_ELEMENTS} elements`, { instance: `/${name}` })],
+    });
+  }
+  return elements;
+}
+
+/** Non-atomic processing is opt-in (`?atomic=false`); the spec discourages it. */
+export function atomicRequested(request: FastifyRequest): boolean {
+  const value = (request.query as Record<string, unknown> | undefined)?.atomic;
+  if (value === undefined || value === 'true') return true;
+  if (value === 'false') return false;
+  throw new ProblemError('validation-failed', 'atomic is true or false.', {
+    errors: [problem('invalid-field', '/atomic must be true or false', { instance: '/querystring/atomic' })],
+  });
+}
+
+/** One `errors[]` entry per failed element; `instance` names the element as `/<collection>/<index>`. */
+export function elementProblem(collection: string, index: number, status: 400 | 404, detail: string, errors?: ProblemDetail[]): ProblemDetail {
+  const kind = status === 404 ? 'not-found' : 'validation-failed';
+  return problem(kind, detail, { instance: `/${collection}/${index}`, status, ...(errors ? { errors } : {}) });
+}
+
+export function bulkFailure(atomic: boolean, failures: ProblemDetail[], processed?: unknown): ProblemError {
+  const status = failures.every((f) => f.status === 404) ? 404 : 400;
+  if (atomic) {
+    return new ProblemError('bulk-failed', `${failures.length} element(s) failed; nothing was changed.`, { errors: failures, status });
+  }
+  return new ProblemError('bulk-partially-failed', `${failures.length} element(s) failed; the others were processed (see processed).`, {
+    errors: failures, processed, status,
+  });
+}

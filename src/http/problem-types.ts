@@ -1,0 +1,36 @@
+/**
+ * The registry of problem kinds. A problem's identity is its `type` URI;
+ * titles are stable per type. docs/problems.md lists the same entries and a
+ * test keeps the two in sync.
+ */
+export const PROBLEM_BASE_URI = 'https://hookstream.dev/problems/';
+
+export const PROBLEM_TYPES = {
+  'bad-request': { status: 400, title: 'Bad request' },
+  'malformed-body': { status: 400, title: 'Malformed request body' },
+  'validation-failed': { status: 400, title: 'Validation failed' },
+  'invalid-field': { status: 400, title: 'Invalid field' },
+  'bulk-failed': { status: 400, title: 'Bulk operation failed; nothing was changed' },
+  'bulk-partially-failed': { status: 400, title: 'Bulk operation partially failed' },
+  unauthorized: { status: 401, title: 'Authentication required' },
+  'subscription-rejected': { status: 403, title: 'Subscription rejected' },
+  'uuid-mismatch': { status: 403, title: 'UUID does not match the resource' },
+  'not-found': { status: 404, title: 'Not found' },
+  'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  'not-acceptable': { status: 406, title: 'Not acceptable' },
+  'task-already-finished': { status: 409, title: 'Task already finished' },
+  'payload-too-large': { status: 413, title: 'Payload too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'internal-error': { status: 500, title: 'Internal server error' },
+  'kafka-unavailable': { status: 503, title: 'Kafka unavailable' },
+  'not-ready': { status: 503, title: 'Not ready' },
+  'task-failed': { status: 500, title: 'Task failed' },
+  'task-timed-out': { status: 504, title: 'Task timed out' },
+  'task-request-invalid': { status: 400, title: 'Invalid task request' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ProblemKind = keyof typeof PROBLEM_TYPES;
+
+export function problemType(kind: ProblemKind): string {
+  return `${PROBLEM_BASE_URI}${kind}`;
+}

@@ -1,0 +1,53 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { DEFAULT_EMBEDDED, EMBEDDABLE, isHal, type Hal, type HalResource } from './hal';
+
+/** A flat comma list; empty names are dropped, so `fields=` selects nothing. */
+function list(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  const raw = Array.isArray(value) ? value.join(',') : String(value);
+  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export interface Selection {
+  fields?: string[];
+  embedded?: string[];
+}
+
+export function selectionOf(request: FastifyRequest): Selection {
+  const q = (request.query ?? {}) as Record<string, unknown>;
+  return { fields: list(q.fields), embedded: list(q.embedded ?? q.embed) };
+}
+
+/**
+ * Spec "Retrieval with field selection and embedding": embedding is applied
+ * first, then `fields`; `_links` and `_embedded` are selectable like fields;
+ * unknown names are ignored; with no `fields` the default keeps everything.
+ */
+export function applySelection(resource: HalResource, selection: Selection): Hal {
+  const embeddable = resource[EMBEDDABLE] ?? {};
+  const wanted = selection.embedded ?? resource[DEFAULT_EMBEDDED] ?? [];
+  const embedded: Record<string, Hal | Hal[]> = { ...(resource._embedded ?? {}) };
+  for (const rel of wanted) {
+    const value = embeddable[rel]?.();
+    if (value !== undefined) embedded[rel] = Array.isArray(value) ? value.map(toPlain) : toPlain(value);
+  }
+  const out: Hal = { ...resource };
+  if (Object.keys(embedded).length > 0) out._embedded = embedded;
+  else delete out._embedded;
+  if (!selection.fields) return out;
+  const keep = new Set(selection.fields);
+  return Object.fromEntries(Object.entries(out).filter(([k]) => keep.has(k))) as Hal;
+}
+
+/** Embedded resources carry their own default embeds, never their callers' selection. */
+function toPlain(resource: HalResource): Hal {
+  return applySelection(resource, {});
+}
+
+export const selectionPlugin = fp(async (app: FastifyInstance) => {
+  app.addHook('preSerialization', async (request, reply, payload) => {
+    if (reply.statusCode >= 300 || !isHal(payload)) return payload;
+    return applySelection(payload, selectionOf(request));
+  });
+}, { name: 'hookstream-selection' });

@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import type { Consumer, Kafka } from 'kafkajs';
+import type { Logger } from '../logger';
+import { KafkaUnavailableError, type Publisher, type RecordPosition, type StateView } from './types';
+
+/** Keys that start with NUL are the view's own sync markers, never state. */
+export const SYNC_KEY_PREFIX = '\u0000sync';
+
+interface Waiter {
+  positions: RecordPosition[];
+  resolve(): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Materializes a compacted topic in memory, reading committed records only.
+ *
+ * Each view has its own consumer group and reads every partition from the
+ * start. "Caught up" is proven with a marker: the view writes a sync record to
+ * every partition after it subscribes and is caught up once it has read them
+ * all back, so transaction markers at the log end cannot leave it guessing.
+ */
+export class KafkaStateView<T> implements StateView<T> {
+  private readonly state = new Map<string, T>();
+  /** partition → next offset to apply */
+  private readonly applied = new Map<number, bigint>();
+  private readonly waiters = new Set<Waiter>();
+  private readonly listeners: ((key: string, value: T | undefined) => void)[] = [];
+  private readonly syncKey = `${SYNC_KEY_PREFIX}:${randomUUID()}`;
+  private syncTargets: RecordPosition[] | undefined;
+  private consumer: Consumer | undefined;
+  private synced = false;
+
+  constructor(
+    private readonly kafka: Kafka,
+    readonly topic: string,
+    private readonly decode: (value: string) => T,
+    private readonly logger: Logger,
+  ) {}
+
+  get size(): number {
+    return this.state.size;
+  }
+
+  get caughtUp(): boolean {
+    return this.synced;
+  }
+
+  get(key: string): T | undefined {
+    return this.state.get(key);
+  }
+
+  values(): IterableIterator<T> {
+    return this.state.values();
+  }
+
+  onChange(listener: (key: string, value: T | undefined) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async start(publisher: Publisher, partitions: number[], timeoutMs: number): Promise<void> {
+    const consumer = this.kafka.consumer({ groupId: `${this.topic}.view.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000 });
+    this.consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) this.apply(batch.partition, m.offset, m.key?.toString() ?? null, m.value?.toString() ?? null);
+        this.settleWaiters();
+      },
+    });
+    this.syncTargets = await publisher.publish(
+      partitions.map((partition) => ({ topic: this.topic, key: this.syncKey, value: null, partition })),
+    );
+    await this.waitFor(this.syncTargets, timeoutMs);
+    this.synced = true;
+  }
+
+  async stop(): Promise<void> {
+    for (const w of this.waiters) { clearTimeout(w.timer); w.reject(new KafkaUnavailableError('view stopped')); }
+    this.waiters.clear();
+    await this.consumer?.disconnect().catch(() => undefined);
+  }
+
+  waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void> {
+    const mine = positions.filter((p) => p.topic === this.topic);
+    if (this.reached(mine)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        positions: mine,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiters.delete(waiter);
+          reject(new KafkaUnavailableError(`view of ${this.topic} did not catch up within ${timeoutMs} ms`));
+        }, timeoutMs),
+      };
+      this.waiters.add(waiter);
+    });
+  }
+
+  private apply(partition: number, offset: string, key: string | null, value: string | null): void {
+    const next = BigInt(offset) + 1n;
+    if ((this.applied.get(partition) ?? 0n) < next) this.applied.set(partition, next);
+    if (key === null || key.startsWith(SYNC_KEY_PREFIX)) return;
+    let decoded: T | undefined;
+    if (value !== null) {
+      try {
+        decoded = this.decode(value);
+      } catch (err) {
+        this.logger.warn({ topic: this.topic, partition, offset, err: (err as Error).message }, 'skipping undecodable state record');
+        return;
+      }
+    }
+    if (decoded === undefined) this.state.delete(key);
+    else this.state.set(key, decoded);
+    for (const l of this.listeners) l(key, decoded);
+  }
+
+  private reached(positions: RecordPosition[]): boolean {
+    return positions.every((p) => (this.applied.get(p.partition) ?? 0n) > BigInt(p.offset));
+  }
+
+  private settleWaiters(): void {
+    for (const w of this.waiters) {
+      if (!this.reached(w.positions)) continue;
+      clearTimeout(w.timer);
+      this.waiters.delete(w);
+      w.resolve();
+    }
+  }
+}

@@ -1,0 +1,60 @@
+import { ConfigError, loadConfig, type Config } from './config';
+import { LocalBrokerUnavailableError } from './kafka/local-broker-jars';
+import { startLocalBroker, type LocalBroker } from './kafka/local-broker';
+import { KAFKA_VERSION } from './kafka/kafka-version';
+import { createLogger } from './logger';
+import { startService } from './service';
+
+function banner(config: Config, url: string | undefined, brokers: string[], embedded: boolean): string {
+  const lines = [`hookstream is running (role: ${config.role})`];
+  if (url) lines.push(`  API:    ${url.replace('0.0.0.0', 'localhost')}`);
+  if (config.apiKeys.generated && url) {
+    lines.push(`  API key (generated for this run; set API_KEYS to choose your own): ${[...config.apiKeys.byKey.keys()][0]}`);
+  }
+  lines.push(`  Kafka:  ${brokers.join(',')}${embedded ? ` (embedded Apache Kafka ${KAFKA_VERSION})` : ''}`);
+  return lines.join('\n');
+}
+
+/** `node dist/src/main.js [all|api|runner|bridge]`; ROLE sets the same. */
+async function main(): Promise<void> {
+  const config = loadConfig(undefined, process.argv[2]);
+  const logger = createLogger(config.logLevel);
+  let broker: LocalBroker | undefined;
+  if (!config.kafkaBrokers) {
+    logger.info({ cacheDir: config.cacheDir }, `no KAFKA_BROKERS set: starting an embedded Apache Kafka ${KAFKA_VERSION}`);
+    broker = await startLocalBroker({ cacheDir: config.cacheDir, persistent: true, preferredPort: 9092 });
+    logger.info({ bootstrap: broker.bootstrap, log: broker.logFile }, 'embedded Kafka started');
+  }
+  const brokers = config.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
+  let service;
+  try {
+    service = await startService({ config, brokers, logger });
+  } catch (err) {
+    await broker?.stop();
+    throw err;
+  }
+  process.stdout.write(`\n${banner(config, service.url, brokers, broker !== undefined)}\n\n`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30000);
+    force.unref();
+    await service.stop();
+    await broker?.stop();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof LocalBrokerUnavailableError) {
+    process.stderr.write(`hookstream: ${err.message}\n`);
+  } else {
+    process.stderr.write(`hookstream: failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+  }
+  process.exit(1);
+});

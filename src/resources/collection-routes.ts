@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody } from '../http/bulk';
+import { halResource, link, type HalResource } from '../http/hal';
+import { mergePatch } from '../http/merge-patch';
+import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
+import { ProblemError, type ProblemDetail } from '../http/problem';
+import { applySelection } from '../http/selection';
+import { requireObjectBody } from '../http/validation';
+import { ID_PATTERN } from './resource-declaration';
+import { inputForm, type ResourceRouteDeps } from './resource-context';
+import { prepareInput } from './resource-input';
+import type { RegisteredResource } from './resource-registry';
+import { representation } from './resource-representation';
+import type { ResourceWrite, StoredResource } from './resource-store';
+
+interface Planned {
+  index: number;
+  write: ResourceWrite;
+}
+
+/** The 2xx body of a bulk operation: the resources it wrote, embedded. */
+function bulkBody(resource: RegisteredResource, reps: HalResource[]): HalResource {
+  const { collection } = resource.decl;
+  return halResource({ count: reps.length }, { self: link(`/${collection}`) }, { [collection]: () => reps }, [collection]);
+}
+
+/** GET (paged list), POST (one object, or a bulk create), PATCH (bulk update). */
+export function collectionRoutes(app: FastifyInstance, resource: RegisteredResource, deps: ResourceRouteDeps): void {
+  const { store, registry } = deps;
+  const { decl } = resource;
+  const path = `/${decl.collection}`;
+  const rep = (s: StoredResource) => representation(s, registry, store);
+
+  app.get<{ Querystring: PageQuery }>(path, { schema: { querystring: pageQuerySchema } }, async (request) => {
+    const all = store.list(decl.collection);
+    const { offset, limit } = request.query;
+    const page = all.slice(offset, offset + limit);
+    return halResource(
+      { count: page.length, total: all.length },
+      { ...pageLinks(path, offset, limit, all.length), item: page.map((s) => link(`${path}/${s.id}`)) },
+      { [decl.collection]: () => page.map(rep) },
+      [decl.collection],
+    );
+  });
+
+  app.post(path, async (request, reply) => {
+    if (!isBulkBody(request.body, decl.name)) {
+      const prepared = prepareInput(resource, requireObjectBody(request.body), store);
+      if (!prepared.ok) throw new ProblemError('validation-failed', `The body is not a valid ${decl.name}.`, { errors: prepared.errors });
+      const [created] = await store.write([{ op: 'create', collection: decl.collection, name: decl.name, data: prepared.data }]);
+      const body = rep(created as StoredResource);
+      return reply.code(201).header('location', `${path}/${(created as StoredResource).id}`).send(body);
+    }
+    const atomic = atomicRequested(request);
+    const planned: Planned[] = [];
+    const failures: ProblemDetail[] = [];
+    bulkElements(request.body, decl.name).forEach((element, index) => {
+      const prepared = prepareInput(resource, element, store);
+      if (prepared.ok) planned.push({ index, write: { op: 'create', collection: decl.collection, name: decl.name, data: prepared.data } });
+      else failures.push(elementProblem(decl.collection, index, 400, `Element ${index} is not a valid ${decl.name}.`, prepared.errors));
+    });
+    return reply.code(201).send(await commit(atomic, planned, failures));
+  });
+
+  app.patch(path, async (request) => {
+    const atomic = atomicRequested(request);
+    const planned: Planned[] = [];
+    const failures: ProblemDetail[] = [];
+    bulkElements(request.body, decl.name).forEach((element, index) => {
+      const outcome = planUpdate(element, index);
+      if ('failure' in outcome) failures.push(outcome.failure);
+      else planned.push(outcome);
+    });
+    return commit(atomic, planned, failures);
+  });
+
+  /** Atomic: any failure writes nothing. Non-atomic: the valid elements are written, the failures reported. */
+  async function commit(atomic: boolean, planned: Planned[], failures: ProblemDetail[]): Promise<HalResource> {
+    if (failures.length > 0 && atomic) throw bulkFailure(true, failures);
+    const saved = planned.length > 0 ? await store.write(planned.map((p) => p.write)) : [];
+    const body = bulkBody(resource, saved.map((s) => rep(s as StoredResource)));
+    if (failures.length > 0) throw bulkFailure(false, failures, applySelection(body, {}));
+    return body;
+  }
+
+  const selfPattern = new RegExp(`^(?:https?://[^/]+)?/${decl.collection}/(${ID_PATTERN.slice(1, -1)})$`);
+
+  function planUpdate(element: unknown, index: number): Planned | { failure: ProblemDetail } {
+    const fail = (status: 400 | 404, detail: string, errors?: ProblemDetail[]) => ({ failure: elementProblem(decl.collection, index, status, detail, errors) });
+    if (typeof element !== 'object' || element === null || Array.isArray(element)) {
+      return fail(400, `Element ${index} must be an object.`);
+    }
+    const { _links: links, ...patch } = element as Record<string, unknown>;
+    const href = (links as { self?: { href?: unknown } } | undefined)?.self?.href;
+    const m = typeof href === 'string' ? selfPattern.exec(href) : null;
+    if (!m) return fail(400, `Element ${index} needs _links.self.href naming one of ${path}.`);
+    const existing = store.get(decl.collection, m[1]);
+    if (!existing) return fail(404, `Element ${index} names ${href}, which does not exist.`);
+    const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store);
+    if (!prepared.ok) return fail(400, `Element ${index} would make an invalid ${decl.name}.`, prepared.errors);
+    return { index, write: { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data } };
+  }
+}

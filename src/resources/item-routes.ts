@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import { mergePatch } from '../http/merge-patch';
+import { ProblemError } from '../http/problem';
+import { requireObjectBody } from '../http/validation';
+import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
+import { prepareInput } from './resource-input';
+import type { RegisteredResource } from './resource-registry';
+import { representation } from './resource-representation';
+
+type IdParams = { Params: { id: string } };
+
+/** GET, PUT (full replacement of an existing resource), PATCH (merge patch), DELETE. */
+export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, deps: ResourceRouteDeps): void {
+  const { store, registry } = deps;
+  const { decl } = resource;
+  const path = `/${decl.collection}/:id`;
+
+  app.get<IdParams>(path, async (request) => representation(findOr404(store, resource, request.params.id), registry, store));
+
+  // Spec: PUT never creates and never updates partially; a missing field is a 400 like any invalid value.
+  app.put<IdParams>(path, async (request) => {
+    const existing = findOr404(store, resource, request.params.id);
+    const body = requireObjectBody(request.body);
+    const prepared = prepareInput(resource, body, store);
+    if (!prepared.ok) throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, { errors: prepared.errors });
+    const [saved] = await store.write([{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }]);
+    return representation(saved ?? existing, registry, store);
+  });
+
+  app.patch<IdParams>(path, async (request) => {
+    const existing = findOr404(store, resource, request.params.id);
+    const patch = requireObjectBody(request.body);
+    const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store);
+    if (!prepared.ok) throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, { errors: prepared.errors });
+    const [saved] = await store.write([{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }]);
+    return representation(saved ?? existing, registry, store);
+  });
+
+  app.delete<IdParams>(path, async (request, reply) => {
+    const existing = findOr404(store, resource, request.params.id);
+    await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }]);
+    return reply.code(204).send();
+  });
+}

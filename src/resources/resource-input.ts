@@ -1,0 +1,30 @@
+import { problem, type ProblemDetail } from '../http/problem';
+import { validationErrors } from '../http/validation';
+import type { RegisteredResource } from './resource-registry';
+import type { ResourceStore } from './resource-store';
+
+export type Prepared = { ok: true; data: Record<string, unknown> } | { ok: false; errors: ProblemDetail[] };
+
+/**
+ * Validates one full representation as a client sent it and normalizes its
+ * relations to ids; a relation naming a missing resource is a field error.
+ */
+export function prepareInput(resource: RegisteredResource, input: unknown, store: ResourceStore): Prepared {
+  const errors = validationErrors(resource.validate, input);
+  if (errors.length > 0) return { ok: false, errors };
+  const data = { ...(input as Record<string, unknown>) };
+  const relationErrors: ProblemDetail[] = [];
+  for (const [rel, r] of Object.entries(resource.decl.relations)) {
+    if (data[rel] === undefined) continue;
+    const strip = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);
+    const ids = r.many ? (data[rel] as string[]).map(strip) : [strip(data[rel] as string)];
+    ids.forEach((id, i) => {
+      if (!store.get(r.collection, id)) {
+        const pointer = r.many ? `/${rel}/${i}` : `/${rel}`;
+        relationErrors.push(problem('invalid-field', `${pointer} names /${r.collection}/${id}, which does not exist`, { instance: pointer }));
+      }
+    });
+    data[rel] = r.many ? ids : ids[0];
+  }
+  return relationErrors.length > 0 ? { ok: false, errors: relationErrors } : { ok: true, data };
+}

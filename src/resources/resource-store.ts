@@ -1,0 +1,83 @@
+import { v7 as uuidv7 } from 'uuid';
+import { cloudEventRecord } from '../events/cloud-event';
+import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+
+export interface StoredResource {
+  collection: string;
+  id: string;
+  /** fields and relation ids, as validated */
+  data: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type ResourceWrite =
+  | { op: 'create'; collection: string; name: string; data: Record<string, unknown>; id?: string }
+  | { op: 'replace'; collection: string; name: string; id: string; data: Record<string, unknown> }
+  | { op: 'delete'; collection: string; name: string; id: string };
+
+export interface ResourceStoreDeps {
+  view: StateView<StoredResource>;
+  publisher: Publisher;
+  resourcesTopic: string;
+  domainEventsTopic: string;
+  timeoutMs: number;
+}
+
+const keyOf = (collection: string, id: string) => `${collection}/${id}`;
+
+/**
+ * Resources live in a compacted topic; this is the api's view of it plus the
+ * writes. A batch of writes is one transaction together with its domain
+ * events, and returns after this process's view has applied it.
+ */
+export class ResourceStore {
+  constructor(private readonly deps: ResourceStoreDeps) {}
+
+  get(collection: string, id: string): StoredResource | undefined {
+    return this.deps.view.get(keyOf(collection, id));
+  }
+
+  /** Creation order: ids are UUIDv7, so sorting by id sorts by time. */
+  list(collection: string): StoredResource[] {
+    return [...this.deps.view.values()].filter((r) => r.collection === collection).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  count(collection: string): number {
+    let n = 0;
+    for (const r of this.deps.view.values()) if (r.collection === collection) n += 1;
+    return n;
+  }
+
+  async write(writes: ResourceWrite[]): Promise<(StoredResource | undefined)[]> {
+    const now = new Date().toISOString();
+    const records: OutgoingRecord[] = [];
+    const results: (StoredResource | undefined)[] = [];
+    for (const w of writes) {
+      const id = w.op === 'create' ? (w.id ?? uuidv7()) : w.id;
+      const key = keyOf(w.collection, id);
+      const previous = this.deps.view.get(key);
+      const stored = w.op === 'delete' ? undefined : {
+        collection: w.collection, id, data: w.data, createdAt: previous?.createdAt ?? now, updatedAt: now,
+      };
+      results.push(stored);
+      records.push({ topic: this.deps.resourcesTopic, key, value: stored ? JSON.stringify(stored) : null });
+      const event = w.op === 'create' ? 'created' : w.op === 'replace' ? 'updated' : 'deleted';
+      records.push(cloudEventRecord({
+        topic: this.deps.domainEventsTopic, key, type: `${w.name}.${event}`, subject: `/${key}`,
+        data: { event: `${w.name}.${event}`, resource: `/${key}`, id, ...(stored ? { data: stored.data } : {}) },
+      }));
+    }
+    const positions = await this.deps.publisher.publish(records);
+    await this.deps.view.waitFor(positions, this.deps.timeoutMs);
+    return results;
+  }
+}
+
+export function decodeStoredResource(value: string): StoredResource {
+  const parsed = JSON.parse(value) as StoredResource;
+  if (typeof parsed?.collection !== 'string' || typeof parsed.id !== 'string' || typeof parsed.data !== 'object') {
+    throw new Error('not a stored resource');
+  }
+  return parsed;
+}

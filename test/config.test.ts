@@ -1,0 +1,38 @@
+import { ConfigError, loadConfig } from '../src/config';
+
+describe('configuration', () => {
+  test('defaults apply when nothing is set, with a generated dev key', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ port: 3000, host: '0.0.0.0', kafkaBrokers: undefined, topicPrefix: 'hookstream.', role: 'all', logLevel: 'info' });
+    expect(c.callbacks.allowPrivate).toBe(false);
+    expect(c.apiKeys.generated).toBe(true);
+    expect([...c.apiKeys.byKey.values()]).toEqual(['dev']);
+  });
+
+  test('API_KEYS maps keys to tenants', () => {
+    const c = loadConfig({ API_KEYS: 'acme:0123456789abcdef01,globex:fedcba9876543210fe' });
+    expect(c.apiKeys.byKey.get('0123456789abcdef01')).toBe('acme');
+    expect(c.apiKeys.byKey.get('fedcba9876543210fe')).toBe('globex');
+    expect(c.apiKeys.generated).toBe(false);
+  });
+
+  test('every bad value is reported at once, by name', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: '70000', KAFKA_BROKERS: 'nohost', ROLE: 'chef', CALLBACK_ALLOW_PRIVATE: 'maybe', API_KEYS: 'short:key', LOG_LEVEL: 'loud' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const text = (error as ConfigError).problems.join('\n');
+    for (const name of ['PORT', 'KAFKA_BROKERS', 'ROLE', 'CALLBACK_ALLOW_PRIVATE', 'API_KEYS', 'LOG_LEVEL']) expect(text).toContain(name);
+  });
+
+  test('a role given on the command line overrides ROLE', () => {
+    expect(loadConfig({ ROLE: 'api' }, 'runner').role).toBe('runner');
+  });
+
+  test('KAFKA_BROKERS accepts a list of host:port', () => {
+    expect(loadConfig({ KAFKA_BROKERS: 'kafka:9092, 10.0.0.1:19092' }).kafkaBrokers).toEqual(['kafka:9092', '10.0.0.1:19092']);
+  });
+});

@@ -1,0 +1,37 @@
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config, type Role } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { startService, type RunningService } from '../../src/service';
+
+export const TENANT_A_KEY = 'key-tenant-a-0123456789';
+export const TENANT_B_KEY = 'key-tenant-b-0123456789';
+
+export function testBrokers(): string[] {
+  const brokers = process.env.KAFKA_BROKERS;
+  if (!brokers) throw new Error('KAFKA_BROKERS is set by test/support/global-setup.ts');
+  return brokers.split(',');
+}
+
+/** Unique per test file (or test), so tests never share topics or groups. */
+export function uniquePrefix(name: string): string {
+  return `t.${name}.${randomBytes(4).toString('hex')}.`;
+}
+
+export function testConfig(prefix: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    KAFKA_BROKERS: testBrokers().join(','),
+    TOPIC_PREFIX: prefix,
+    API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}`,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    CALLBACK_ALLOW_PRIVATE: 'true',
+    TOPIC_PARTITIONS: '3',
+    ...env,
+  });
+}
+
+export async function startTestService(prefix: string, options: { role?: Role; env?: Record<string, string> } = {}): Promise<RunningService> {
+  const config = testConfig(prefix, options.env);
+  return startService({ config, brokers: testBrokers(), logger: createLogger(config.logLevel), role: options.role });
+}
