@@ -18,7 +18,8 @@ export interface AppDeps {
   apiKeys: ApiKeys;
   bodyLimitBytes: number;
   readiness: Readiness;
-  resources: ResourceRouteDeps;
+  /** the api role's resources; other roles serve health only */
+  resources?: ResourceRouteDeps;
   /** further route plugins (tasks, subscriptions), each with the conventions applied */
   routes?: { plugin: (app: FastifyInstance) => Promise<void>; collections: string[] }[];
 }
@@ -31,6 +32,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.bodyLimitBytes,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // A request Node cannot even parse never reaches Fastify's hooks: answer it with a Problem on the socket.
+    clientErrorHandler: (err, socket) => {
+      if (!socket.writable) return;
+      const body = JSON.stringify(problem('bad-request', `The HTTP request could not be parsed (${(err as NodeJS.ErrnoException).code ?? 'malformed'}).`, { instance: '/' }));
+      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    },
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
     frameworkErrors: (error, request, reply) => {
       (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).send(problem('bad-request', error.message, {
@@ -45,10 +52,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(selectionPlugin);
   await app.register(halPlugin);
 
-  const collections = [...deps.resources.registry.all().map((r) => r.decl.collection), ...(deps.routes ?? []).flatMap((r) => r.collections)];
+  const collections = [...(deps.resources?.registry.all() ?? []).map((r) => r.decl.collection), ...(deps.routes ?? []).flatMap((r) => r.collections)];
   await app.register(rootRoutes, { collections });
   await app.register(healthRoutes, { readiness: deps.readiness });
-  await app.register(resourceRoutes, deps.resources);
+  if (deps.resources) await app.register(resourceRoutes, deps.resources);
   for (const r of deps.routes ?? []) await app.register(r.plugin);
   return app;
 }

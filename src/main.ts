@@ -4,6 +4,7 @@ import { startLocalBroker, type LocalBroker } from './kafka/local-broker';
 import { KAFKA_VERSION } from './kafka/kafka-version';
 import { createLogger } from './logger';
 import { startService } from './service';
+import { connectKafka } from './kafka/kafka-gateway';
 
 function banner(config: Config, url: string | undefined, brokers: string[], embedded: boolean): string {
   const lines = [`hookstream is running (role: ${config.role})`];
@@ -15,10 +16,26 @@ function banner(config: Config, url: string | undefined, brokers: string[], embe
   return lines.join('\n');
 }
 
-/** `node dist/src/main.js [all|api|runner|bridge]`; ROLE sets the same. */
+/** Creates the service's topics and exits: docker-compose runs it before the roles start. */
+async function createTopics(config: Config, brokers: string[]): Promise<void> {
+  const kafka = await connectKafka({
+    brokers, topicPrefix: config.topicPrefix, partitions: config.topicPartitions, timeoutMs: config.kafkaTimeoutMs,
+    processName: 'topics', logger: createLogger(config.logLevel),
+  });
+  await kafka.close();
+  process.stdout.write(`topics under ${JSON.stringify(config.topicPrefix)} exist on ${brokers.join(',')}\n`);
+}
+
+/** `node dist/src/main.js [all|api|runner|bridge|topics]`; ROLE sets the role too. */
 async function main(): Promise<void> {
-  const config = loadConfig(undefined, process.argv[2]);
+  const command = process.argv[2];
+  const config = loadConfig(undefined, command === 'topics' ? undefined : command);
   const logger = createLogger(config.logLevel);
+  if (command === 'topics') {
+    if (!config.kafkaBrokers) throw new ConfigError(['the topics command needs KAFKA_BROKERS']);
+    await createTopics(config, config.kafkaBrokers);
+    process.exit(0);
+  }
   let broker: LocalBroker | undefined;
   if (!config.kafkaBrokers) {
     logger.info({ cacheDir: config.cacheDir }, `no KAFKA_BROKERS set: starting an embedded Apache Kafka ${KAFKA_VERSION}`);

@@ -6,6 +6,7 @@ import type { StateView } from './kafka/types';
 import type { Logger } from './logger';
 import { exampleDomain } from './resources/example-domain';
 import type { ResourceDeclaration } from './resources/resource-declaration';
+import type { ResourceRouteDeps } from './resources/resource-context';
 import { ResourceRegistry } from './resources/resource-registry';
 import { decodeStoredResource, ResourceStore } from './resources/resource-store';
 import { seedResources } from './resources/seed';
@@ -39,7 +40,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const views: StateView<unknown>[] = [];
   let app: FastifyInstance | undefined;
   let url: string | undefined;
+  const readiness = { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => views.every((v) => v.caughtUp) };
   try {
+    let resources: ResourceRouteDeps | undefined;
     if (runs(role, 'api')) {
       const registry = new ResourceRegistry(options.resources ?? exampleDomain);
       const resourceView = await kafka.createView(kafka.topics.resources, decodeStoredResource);
@@ -50,13 +53,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       });
       const seeded = await seedResources(registry, store);
       if (seeded > 0) logger.info({ seeded }, 'seeded the example domain');
-      app = await buildApp({
-        logger, apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes,
-        readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => views.every((v) => v.caughtUp) },
-        resources: { registry, store },
-      });
-      url = await app.listen({ port: config.port, host: config.host });
+      resources = { registry, store };
     }
+    // Every role serves /health on PORT (the container healthcheck); only the api role serves the API.
+    app = await buildApp({ logger, apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes, readiness, resources });
+    url = await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await app?.close();
     await kafka.close();

@@ -59,11 +59,31 @@ export async function ensureTopics(admin: Admin, topics: Topics, partitions: num
   const { brokers } = await admin.describeCluster();
   const replicationFactor = Math.min(3, brokers.length);
   const missing = topicConfigs(topics, partitions, replicationFactor).filter((t) => !existing.has(t.topic));
-  if (missing.length === 0) return;
-  try {
-    await admin.createTopics({ topics: missing, waitForLeaders: true });
-  } catch (err) {
-    // Another process may have created them in between; that is the state we want.
-    if (!(err instanceof Error && /already exists/i.test(err.message))) throw err;
+  if (missing.length > 0) {
+    try {
+      await admin.createTopics({ topics: missing, waitForLeaders: false });
+    } catch (err) {
+      // Another process may have created them in between; that is the state we want.
+      if (!(err instanceof Error && /already exists/i.test(err.message))) throw err;
+    }
+  }
+  await waitForLeaders(admin, Object.values(topics), 30000);
+}
+
+/*
+ * kafkajs's own waitForLeaders gives up on UNKNOWN_TOPIC_OR_PARTITION, which a
+ * broker answers for a moment after creation while metadata propagates.
+ */
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { topics: metadata } = await admin.fetchTopicMetadata({ topics });
+      if (metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`topics have no leaders after ${timeoutMs} ms: ${topics.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -1,0 +1,61 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { CONFIG_VARIABLES, ROLES } from '../src/config';
+import { APACHE_KAFKA_IMAGE } from '../src/kafka/kafka-version';
+
+/*
+ * There is no Docker engine where these tests run, so `docker compose up` is
+ * not exercised; this checks what can be checked without one.
+ */
+const root = join(__dirname, '..');
+const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+const services = compose.services as Record<string, Record<string, unknown>>;
+const ours = Object.entries(services).filter(([, s]) => s.build !== undefined);
+
+describe('docker-compose.yml', () => {
+  test('Kafka is the pinned Apache Kafka image, in KRaft mode, with a healthcheck', () => {
+    expect(services.kafka.image).toBe(APACHE_KAFKA_IMAGE);
+    expect((services.kafka.environment as Record<string, unknown>).KAFKA_PROCESS_ROLES).toBe('broker,controller');
+    expect(services.kafka.healthcheck).toBeDefined();
+  });
+
+  test('api, runner and bridge are built from the Dockerfile and run their role', () => {
+    const roles = Object.fromEntries(ours.map(([name, s]) => [name, (s.command as string[])[0]]));
+    expect(roles).toMatchObject({ api: 'api', runner: 'runner', bridge: 'bridge', topics: 'topics' });
+    for (const [, s] of ours) expect([...ROLES, 'topics']).toContain((s.command as string[])[0]);
+  });
+
+  test('services only set environment variables that src/config.ts reads', () => {
+    for (const [, s] of ours) {
+      for (const name of Object.keys(s.environment as object)) expect(CONFIG_VARIABLES).toContain(name);
+      expect((s.environment as Record<string, string>).KAFKA_BROKERS).toBe('kafka:9092');
+    }
+  });
+
+  test('the roles wait for the topics, which wait for a healthy Kafka', () => {
+    for (const name of ['api', 'runner', 'bridge']) {
+      expect(services[name].depends_on).toEqual({ topics: { condition: 'service_completed_successfully' } });
+    }
+    expect(services.topics.depends_on).toEqual({ kafka: { condition: 'service_healthy' } });
+  });
+
+  test('the api publishes its PORT, and the kafka advertised listener names the compose service', () => {
+    expect(services.api.ports).toEqual([`${(services.api.environment as Record<string, string>).PORT}:3000`]);
+    expect(String((services.kafka.environment as Record<string, unknown>).KAFKA_ADVERTISED_LISTENERS)).toContain('PLAINTEXT://kafka:9092');
+  });
+
+  test('the Dockerfile is multi-stage, non-root, production-only, and runs files the build emits', () => {
+    expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toContain('npm prune --omit=dev');
+    expect(dockerfile).toContain('ENTRYPOINT ["node", "dist/src/main.js"]');
+    expect(dockerfile).toContain('"dist/scripts/healthcheck.js"');
+    // tsconfig.build.json compiles src/ and scripts/ to dist/ with the same layout.
+    expect(existsSync(join(root, 'src/main.ts'))).toBe(true);
+    expect(existsSync(join(root, 'scripts/healthcheck.ts'))).toBe(true);
+    const build = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8'));
+    expect(build.include).toEqual(expect.arrayContaining(['src', 'scripts']));
+  });
+});
