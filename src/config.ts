@@ -43,8 +43,10 @@ export interface Config {
   /** bound on any request that needs Kafka before it answers 503 */
   kafkaTimeoutMs: number;
   bodyLimitBytes: number;
-  /** a running task whose runner stopped heartbeating for this long is re-run */
-  taskLeaseMs: number;
+  /** tasks one runner process runs at once */
+  taskConcurrency: number;
+  /** a run taking longer fails with task-timed-out, unless its type sets its own limit */
+  taskTimeoutMs: number;
   callbacks: CallbackConfig;
 }
 
@@ -151,7 +153,8 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     cacheDir: r.string('HOOKSTREAM_CACHE_DIR', join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hookstream')),
     kafkaTimeoutMs: r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 1048576, 1024, 104857600),
-    taskLeaseMs: r.int('TASK_LEASE_MS', 30000, 1000, 3600000),
+    taskConcurrency: r.int('TASK_CONCURRENCY', 16, 1, 10000),
+    taskTimeoutMs: r.int('TASK_TIMEOUT_MS', 3600000, 100, 7 * 24 * 3600000),
     callbacks: {
       allowPrivate: r.bool('CALLBACK_ALLOW_PRIVATE', false),
       timeoutMs: r.int('CALLBACK_TIMEOUT_MS', 10000, 100, 120000),
@@ -168,7 +171,7 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
 /** The variables loadConfig reads; the docker-compose test checks compose only sets these. */
 export const CONFIG_VARIABLES = [
   'PORT', 'HOST', 'KAFKA_BROKERS', 'TOPIC_PREFIX', 'TOPIC_PARTITIONS', 'API_KEYS', 'ROLE', 'LOG_LEVEL',
-  'HOOKSTREAM_CACHE_DIR', 'XDG_CACHE_HOME', 'KAFKA_TIMEOUT_MS', 'BODY_LIMIT_BYTES', 'TASK_LEASE_MS',
+  'HOOKSTREAM_CACHE_DIR', 'XDG_CACHE_HOME', 'KAFKA_TIMEOUT_MS', 'BODY_LIMIT_BYTES', 'TASK_CONCURRENCY', 'TASK_TIMEOUT_MS',
   'CALLBACK_ALLOW_PRIVATE', 'CALLBACK_TIMEOUT_MS', 'CALLBACK_MAX_ATTEMPTS', 'CALLBACK_BACKOFF_BASE_MS',
   'CALLBACK_BACKOFF_MAX_MS', 'CALLBACK_CONCURRENCY',
 ] as const;

@@ -6,10 +6,10 @@ import { createLogger } from './logger';
 import { startService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
 
-function banner(config: Config, url: string | undefined, brokers: string[], embedded: boolean): string {
+function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
   const lines = [`hookstream is running (role: ${config.role})`];
-  if (url) lines.push(`  API:    ${url.replace('0.0.0.0', 'localhost')}`);
-  if (config.apiKeys.generated && url) {
+  if (config.role === 'all' || config.role === 'api') lines.push(`  API:    ${url}`);
+  if (config.apiKeys.generated && (config.role === 'all' || config.role === 'api')) {
     lines.push(`  API key (generated for this run; set API_KEYS to choose your own): ${[...config.apiKeys.byKey.keys()][0]}`);
   }
   lines.push(`  Kafka:  ${brokers.join(',')}${embedded ? ` (embedded Apache Kafka ${KAFKA_VERSION})` : ''}`);

@@ -1,4 +1,4 @@
-import type { Kafka, Producer, Message } from 'kafkajs';
+import type { Kafka, Message, Producer, Transaction } from 'kafkajs';
 import type { Logger } from '../logger';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
@@ -6,6 +6,7 @@ import { KafkaUnavailableError, type OutgoingRecord, type Publisher, type Record
 
 interface Pending {
   records: OutgoingRecord[];
+  then?: (positions: RecordPosition[]) => OutgoingRecord[];
   resolve(positions: RecordPosition[]): void;
   reject(err: Error): void;
   settled: boolean;
@@ -41,9 +42,17 @@ export class TransactionalPublisher implements Publisher {
 
   publish(records: OutgoingRecord[]): Promise<RecordPosition[]> {
     if (records.length === 0) return Promise.resolve([]);
+    return this.enqueue(records);
+  }
+
+  publishStaged(first: OutgoingRecord[], then: (positions: RecordPosition[]) => OutgoingRecord[]): Promise<RecordPosition[]> {
+    return this.enqueue(first, then);
+  }
+
+  private enqueue(records: OutgoingRecord[], then?: Pending['then']): Promise<RecordPosition[]> {
     if (!this.health.up) return Promise.reject(new KafkaUnavailableError('Kafka is not reachable'));
     return new Promise((resolve, reject) => {
-      const pending: Pending = { records, resolve, reject, settled: false };
+      const pending: Pending = { records, then, resolve, reject, settled: false };
       const timer = setTimeout(() => settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${this.options.timeoutMs} ms`)), this.options.timeoutMs);
       pending.resolve = (p) => { clearTimeout(timer); resolve(p); };
       pending.reject = (e) => { clearTimeout(timer); reject(e); };
@@ -85,10 +94,9 @@ export class TransactionalPublisher implements Publisher {
   }
 
   private async flush(batch: Pending[]): Promise<void> {
-    const records = batch.flatMap((p) => p.records);
-    let positions: RecordPosition[];
+    let positions: RecordPosition[][];
     try {
-      positions = await this.send(records);
+      positions = await this.send(batch);
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, 'kafka transaction failed');
       this.health.markDown();
@@ -96,33 +104,39 @@ export class TransactionalPublisher implements Publisher {
       for (const p of batch) settle(p, new KafkaUnavailableError('Kafka rejected the write', err));
       return;
     }
-    let i = 0;
-    for (const p of batch) {
-      const mine = positions.slice(i, i + p.records.length);
-      i += p.records.length;
-      settle(p, mine);
-    }
+    batch.forEach((p, i) => settle(p, positions[i]));
   }
 
-  private async send(records: OutgoingRecord[]): Promise<RecordPosition[]> {
-    await this.partitions.load([...new Set(records.map((r) => r.topic))]);
-    const assigned = records.map((r) => ({ ...r, partition: r.partition ?? this.partitions.partitionFor(r.topic, r.key) }));
+  /** One transaction for the whole batch: every caller's first stage, then every second stage, then commit. */
+  private async send(batch: Pending[]): Promise<RecordPosition[][]> {
     const producer = await this.connectedProducer();
     const tx = await producer.transaction();
     try {
-      const byTopic = new Map<string, Message[]>();
-      for (const r of assigned) {
-        const list = byTopic.get(r.topic) ?? [];
-        list.push({ key: r.key, value: r.value, headers: r.headers, partition: r.partition });
-        byTopic.set(r.topic, list);
-      }
-      const metadata = await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      const first = await this.sendStage(tx, batch.map((p) => p.records));
+      const second = await this.sendStage(tx, batch.map((p, i) => p.then?.(first[i]) ?? []));
       await tx.commit();
-      return positionsOf(assigned, metadata);
+      return first.map((positions, i) => [...positions, ...second[i]]);
     } catch (err) {
       await tx.abort().catch(() => this.reset());
       throw err;
     }
+  }
+
+  private async sendStage(tx: Transaction, groups: OutgoingRecord[][]): Promise<RecordPosition[][]> {
+    const records = groups.flat();
+    if (records.length === 0) return groups.map(() => []);
+    await this.partitions.load([...new Set(records.map((r) => r.topic))]);
+    const assigned = records.map((r) => ({ ...r, partition: r.partition ?? this.partitions.partitionFor(r.topic, r.key) }));
+    const byTopic = new Map<string, Message[]>();
+    for (const r of assigned) {
+      const list = byTopic.get(r.topic) ?? [];
+      list.push({ key: r.key, value: r.value, headers: r.headers, partition: r.partition });
+      byTopic.set(r.topic, list);
+    }
+    const metadata = await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    const positions = positionsOf(assigned, metadata);
+    let i = 0;
+    return groups.map((g) => positions.slice(i, (i += g.length)));
   }
 
   private async connectedProducer(): Promise<Producer> {

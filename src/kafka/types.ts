@@ -32,6 +32,12 @@ export interface IncomingRecord extends RecordPosition {
 export interface Publisher {
   /** All records land or none do (one Kafka transaction); positions are in input order. */
   publish(records: OutgoingRecord[]): Promise<RecordPosition[]>;
+  /**
+   * Like publish, in two stages of one transaction: `then` receives the
+   * positions of `first` (known before the commit) and returns more records.
+   * Resolves with the positions of both stages, first stage first.
+   */
+  publishStaged(first: OutgoingRecord[], then: (positions: RecordPosition[]) => OutgoingRecord[]): Promise<RecordPosition[]>;
 }
 
 export interface StateView<T> {

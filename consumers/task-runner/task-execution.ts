@@ -1,0 +1,106 @@
+import { problem, type ProblemDetail } from '../../src/http/problem';
+import type { OutgoingRecord, Publisher, StateView } from '../../src/kafka/types';
+import type { Logger } from '../../src/logger';
+import { taskEventRecords, type TaskEventKind, type TaskTopics } from '../../src/tasks/task-events';
+import { isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
+import { TaskProblem, type TaskContext, type TaskType } from '../../src/tasks/task-type';
+
+/** Why a run's signal was aborted, when it was not handed back. */
+export class Cancelled extends Error {
+  constructor() { super('task cancelled'); this.name = 'Cancelled'; }
+}
+export class TimedOut extends Error {
+  constructor(readonly ms: number) { super(`task ran longer than ${ms} ms`); this.name = 'TimedOut'; }
+}
+
+export interface ExecutionDeps {
+  publisher: Publisher;
+  view: StateView<TaskRecord>;
+  topics: TaskTopics;
+  resources: TaskContext<unknown>['resources'];
+  logger: Logger;
+  kafkaTimeoutMs: number;
+}
+
+export type Outcome =
+  | { kind: 'task.succeeded'; data: { result: unknown } }
+  | { kind: 'task.failed'; data: { problem: ProblemDetail } }
+  | { kind: 'task.cancelled'; data: Record<string, never> };
+
+/**
+ * One task's snapshot as this run sees it, and the events it publishes. Every
+ * event is written with the snapshot it leads to. Intermediate events are
+ * enqueued without waiting, so the publisher batches them; their order holds
+ * because the publisher keeps its queue's order.
+ */
+export class TaskJournal {
+  private pending: Promise<unknown>[] = [];
+  private failed = false;
+
+  constructor(private snapshot: TaskSnapshot, private readonly deps: ExecutionDeps) {}
+
+  get current(): TaskSnapshot {
+    return this.snapshot;
+  }
+
+  get broken(): boolean {
+    return this.failed;
+  }
+
+  /** Waits until the event and its snapshot are in Kafka and in this process's view. */
+  async write(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): Promise<void> {
+    const records = this.next(kind, change, data);
+    const positions = await this.deps.publisher.publish(records);
+    await this.deps.view.waitFor(positions, this.deps.kafkaTimeoutMs);
+  }
+
+  enqueue(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): void {
+    const sent = this.deps.publisher.publish(this.next(kind, change, data)).catch(() => { this.failed = true; });
+    this.pending.push(sent);
+  }
+
+  async flush(): Promise<boolean> {
+    await Promise.all(this.pending);
+    this.pending = [];
+    return !this.failed;
+  }
+
+  private next(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): OutgoingRecord[] {
+    this.snapshot = { ...this.snapshot, ...change, updatedAt: new Date().toISOString() };
+    return taskEventRecords(this.deps.topics, kind, this.snapshot, data);
+  }
+}
+
+/** The snapshot in this process's view, if it is newer than the given attempt: another run took over. */
+export function supersededBy(view: StateView<TaskRecord>, taskId: string, attempt: number): TaskSnapshot | undefined {
+  const seen = view.get(taskId);
+  return isSnapshot(seen) && seen.attempt > attempt ? seen : undefined;
+}
+
+/** Runs the handler until it returns, throws, or its signal aborts; maps each to the task's final event. */
+export async function execute(type: TaskType, journal: TaskJournal, input: unknown, signal: AbortSignal, deps: ExecutionDeps): Promise<Outcome | 'handed-back'> {
+  const t = journal.current;
+  const context: TaskContext<unknown> = {
+    taskId: t.taskId, tenant: t.tenant, input, attempt: t.attempt, signal, resources: deps.resources,
+    progress: (current, total, message) => journal.enqueue('task.progress', { progress: { current, total, ...(message ? { message } : {}) } }, { current, total, ...(message ? { message } : {}) }),
+    output: (data) => journal.enqueue('task.output', {}, data),
+  };
+  const aborted = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+  try {
+    const result = await Promise.race([type.run(context), aborted]);
+    return { kind: 'task.succeeded', data: { result } };
+  } catch (err) {
+    const reason = signal.aborted ? signal.reason : err;
+    if (reason instanceof Cancelled) return { kind: 'task.cancelled', data: {} };
+    if (reason instanceof TimedOut) {
+      return { kind: 'task.failed', data: { problem: problem('task-timed-out', `The task ran longer than ${reason.ms} ms and was stopped.`) } };
+    }
+    if (signal.aborted) return 'handed-back';
+    if (err instanceof TaskProblem) return { kind: 'task.failed', data: { problem: problem('task-failed', err.message, err.problem) } };
+    deps.logger.warn({ taskId: t.taskId, type: t.type, err: (err as Error)?.message }, 'task handler threw');
+    return { kind: 'task.failed', data: { problem: problem('task-failed', 'The task failed with an unexpected error.') } };
+  }
+}

@@ -1,0 +1,32 @@
+import { problem, type ProblemDetail } from '../http/problem';
+import { compile, validationErrors, type Validator } from '../http/validation';
+import type { TaskType } from './task-type';
+
+/** The declared task types, each with its compiled input validator. */
+export class TaskRegistry {
+  private readonly types = new Map<string, { type: TaskType; validate: Validator }>();
+
+  constructor(types: TaskType[]) {
+    for (const type of types) {
+      if (this.types.has(type.name)) throw new Error(`task type ${type.name} declared twice`);
+      this.types.set(type.name, { type, validate: compile(type.inputSchema) });
+    }
+  }
+
+  get(name: string): TaskType | undefined {
+    return this.types.get(name)?.type;
+  }
+
+  names(): string[] {
+    return [...this.types.keys()];
+  }
+
+  /** Field errors for a type name and its input; pointers are `/type` and `/input/...`. */
+  inputErrors(typeName: unknown, input: unknown): ProblemDetail[] {
+    const entry = typeof typeName === 'string' ? this.types.get(typeName) : undefined;
+    if (!entry) {
+      return [problem('invalid-field', `/type must be one of: ${this.names().join(', ')}`, { instance: '/type' })];
+    }
+    return validationErrors(entry.validate, input, '/input');
+  }
+}

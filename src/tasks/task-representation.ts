@@ -1,0 +1,37 @@
+import { halResource, link, type HalResource, type Links } from '../http/hal';
+import { isFinal, type TaskSnapshot } from './task-snapshot';
+
+const MESSAGES: Record<TaskSnapshot['status'], string> = {
+  accepted: 'The task is accepted and waits for a runner.',
+  running: 'The task is running.',
+  succeeded: 'The task succeeded; see result.',
+  failed: 'The task failed; see problem.',
+  cancelled: 'The task was cancelled.',
+};
+
+/** The task-tracking resource: where the task's events are, and its state. */
+export function taskRepresentation(t: TaskSnapshot, cancelRequested = false): HalResource {
+  const links: Links = { self: link(`/tasks/${t.taskId}`), collection: link('/tasks') };
+  if (t.subscription) links.subscription = link(`/subscriptions/${t.subscription}`);
+  const pendingCancel = cancelRequested && !isFinal(t.status);
+  return halResource({
+    UUID: t.taskId,
+    taskId: t.taskId,
+    type: t.type,
+    status: t.status,
+    message: `${pendingCancel ? 'Cancellation requested. ' : ''}${MESSAGES[t.status]} Events: topic ${t.topic}, key ${t.taskId}, from partition ${t.partition} offset ${t.offset}.`,
+    topic: t.topic,
+    key: t.taskId,
+    partition: t.partition,
+    offset: t.offset,
+    attempt: t.attempt,
+    ...(pendingCancel ? { cancelRequested: true } : {}),
+    ...(t.progress ? { progress: t.progress } : {}),
+    ...(t.result !== undefined ? { result: t.result } : {}),
+    ...(t.problem ? { problem: t.problem } : {}),
+    createdAt: t.createdAt,
+    ...(t.startedAt ? { startedAt: t.startedAt } : {}),
+    ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
+    updatedAt: t.updatedAt,
+  }, links);
+}

@@ -1,0 +1,35 @@
+import { sleep } from '../abortable-sleep';
+import { defineTaskType, TaskProblem } from '../task-type';
+
+interface CountdownInput {
+  steps: number;
+  stepMs: number;
+  failAt?: number;
+}
+
+/** For tests, demos and benchmarks: one task.progress per step, fails on demand. */
+export const countdown = defineTaskType<CountdownInput, { steps: number }>({
+  name: 'countdown',
+  description: 'Counts steps, waiting stepMs between them; fails at step failAt when given.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      steps: { type: 'integer', minimum: 1, maximum: 10000 },
+      stepMs: { type: 'integer', minimum: 0, maximum: 60000 },
+      failAt: { type: 'integer', minimum: 1 },
+    },
+    required: ['steps', 'stepMs'],
+    additionalProperties: false,
+  },
+  async run({ input, signal, progress }) {
+    for (let step = 1; step <= input.steps; step++) {
+      if (input.stepMs > 0) await sleep(input.stepMs, signal);
+      else if (signal.aborted) throw signal.reason;
+      if (input.failAt === step) {
+        throw new TaskProblem({ detail: `countdown failed at step ${step}, as asked (failAt)`, step });
+      }
+      progress(step, input.steps);
+    }
+    return { steps: input.steps };
+  },
+});

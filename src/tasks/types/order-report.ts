@@ -1,0 +1,48 @@
+import { sleep } from '../abortable-sleep';
+import { defineTaskType } from '../task-type';
+
+interface OrderReportInput {
+  /** only orders with these statuses; all when absent */
+  statuses?: string[];
+  /** pause between orders, to make the report's progress visible in demos */
+  delayMs?: number;
+}
+
+interface OrderReport {
+  orders: number;
+  items: number;
+  byStatus: Record<string, { orders: number; items: number }>;
+}
+
+/** Reads the orders, streams progress, emits one output per status, returns the totals by status. */
+export const orderReport = defineTaskType<OrderReportInput, OrderReport>({
+  name: 'order-report',
+  description: 'Totals the orders (count and itemCount) by status.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      statuses: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 64 }, maxItems: 100 },
+      delayMs: { type: 'integer', minimum: 0, maximum: 10000 },
+    },
+    additionalProperties: false,
+  },
+  async run({ input, signal, progress, output, resources }) {
+    const wanted = input.statuses ? new Set(input.statuses) : undefined;
+    const orders = resources.list('orders').filter((o) => !wanted || wanted.has(String(o.data.status)));
+    const report: OrderReport = { orders: 0, items: 0, byStatus: {} };
+    for (const [i, order] of orders.entries()) {
+      if (input.delayMs) await sleep(input.delayMs, signal);
+      else if (signal.aborted) throw signal.reason;
+      const status = String(order.data.status);
+      const itemCount = Number(order.data.itemCount);
+      const bucket = (report.byStatus[status] ??= { orders: 0, items: 0 });
+      bucket.orders += 1;
+      bucket.items += itemCount;
+      report.orders += 1;
+      report.items += itemCount;
+      progress(i + 1, orders.length);
+    }
+    for (const [status, totals] of Object.entries(report.byStatus)) output({ status, ...totals });
+    return report;
+  },
+});

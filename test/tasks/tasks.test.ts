@@ -1,0 +1,190 @@
+import { Kafka, logLevel } from 'kafkajs';
+import type { RunningService } from '../../src/service';
+import { readTaskEvents } from '../support/event-reader';
+import { http } from '../support/http';
+import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+
+/** Tasks end to end on the real broker: api and runner in one process (role all). */
+let service: RunningService;
+let base: string;
+
+beforeAll(async () => {
+  service = await startTestService(uniquePrefix('tasks'), { role: 'all' });
+  base = service.url;
+});
+afterAll(() => service.stop());
+
+async function submit(input: Record<string, unknown>, type = 'countdown', key?: string) {
+  const res = await http(base, '/tasks', { body: { type, input }, key });
+  expect(res.status).toBe(202);
+  return res;
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 20000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const finalState = (taskId: string, key?: string) => until(async () => {
+  const res = await http(base, `/tasks/${taskId}`, { key });
+  return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+});
+
+/** The end offsets of the events and requests topics, once no task of this file is still running. */
+async function topicEnds(): Promise<string> {
+  await until(async () => {
+    const list = await http(base, '/tasks?limit=100');
+    return list.body._embedded.tasks.every((t: { status: string }) => ['succeeded', 'failed', 'cancelled'].includes(t.status)) ? true : undefined;
+  });
+  const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  const ends = [];
+  for (const topic of [service.kafka.topics.taskEvents, service.kafka.topics.taskRequests]) {
+    ends.push(...(await admin.fetchTopicOffsets(topic)).map((o) => `${topic}/${o.partition}:${o.high}`));
+  }
+  await admin.disconnect();
+  return ends.sort().join(',');
+}
+
+describe('submitting and tracking', () => {
+  test('POST /tasks answers 202 with Location and a HAL tracking resource naming the topic, partition and offset', async () => {
+    const res = await submit({ steps: 2, stepMs: 0 });
+    const b = res.body;
+    expect(res.headers.get('content-type')).toMatch(/^application\/hal\+json/);
+    expect(res.headers.get('location')).toBe(`/tasks/${b.taskId}`);
+    expect(b).toMatchObject({ _links: { self: { href: `/tasks/${b.taskId}` } }, UUID: b.taskId, topic: service.kafka.topics.taskEvents, status: 'accepted' });
+    expect(typeof b.message).toBe('string');
+    expect(b.partition).toBeGreaterThanOrEqual(0);
+    expect(b.offset).toBeGreaterThanOrEqual(0);
+  });
+
+  test('a plain kafkajs consumer reading from the given partition and offset, by key, receives the whole sequence', async () => {
+    const { body } = await submit({ steps: 3, stepMs: 10 });
+    const events = await readTaskEvents(testBrokers(), { topic: body.topic, partition: body.partition, offset: body.offset, key: body.taskId });
+    expect(events[0].offset).toBe(String(body.offset));
+    expect(events.map((e) => e.value.event)).toEqual(['task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.progress', 'task.succeeded']);
+    expect(events.map((e) => e.value.data.current).filter(Boolean)).toEqual([1, 2, 3]);
+    expect(events[5].value.data).toEqual({ result: { steps: 3 } });
+    for (const e of events) {
+      expect(e.headers).toMatchObject({ ce_specversion: '1.0', ce_type: e.value.event, ce_source: '/hookstream', ce_subject: body.taskId });
+      expect(e.headers.ce_id).toBeTruthy();
+      expect(Date.parse(e.headers.ce_time)).not.toBeNaN();
+    }
+  });
+
+  test('GET /tasks/{id} shows status, progress, timestamps and the result', async () => {
+    const { body } = await submit({ steps: 2, stepMs: 0 });
+    const done = await finalState(body.taskId);
+    expect(done).toMatchObject({ status: 'succeeded', result: { steps: 2 }, progress: { current: 2, total: 2 }, attempt: 1 });
+    for (const t of ['createdAt', 'startedAt', 'finishedAt']) expect(Date.parse(done[t])).not.toBeNaN();
+  });
+
+  test('fields and embedded work on the tracking resource', async () => {
+    const { body } = await submit({ steps: 1, stepMs: 0 });
+    const res = await http(base, `/tasks/${body.taskId}?fields=taskId,topic`);
+    expect(res.body).toEqual({ taskId: body.taskId, topic: body.topic });
+  });
+
+  test('an unknown type or invalid input is a 400 with errors, and nothing is published', async () => {
+    const before = await topicEnds();
+    const unknown = await http(base, '/tasks', { body: { type: 'nope', input: {} } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/type']);
+    const invalid = await http(base, '/tasks', { body: { type: 'countdown', input: { steps: 0, stepMs: 'x' } } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.errors.map((e: { instance: string }) => e.instance).sort()).toEqual(['/input/stepMs', '/input/steps']);
+    expect(await topicEnds()).toBe(before);
+  });
+
+  test('a handler that throws ends in task.failed with a Problem and no stack trace', async () => {
+    const { body } = await submit({ steps: 5, stepMs: 0, failAt: 3 });
+    const done = await finalState(body.taskId);
+    expect(done.status).toBe('failed');
+    expect(done.problem).toMatchObject({ type: 'https://hookstream.dev/problems/task-failed', title: 'Task failed', step: 3 });
+    expect(JSON.stringify(done.problem)).not.toMatch(/\n\s+at |\.ts:\d+|\.js:\d+|stack/);
+  });
+
+  test('PATCH {"status":"cancelled"} answers 202; the handler is aborted and task.cancelled is published', async () => {
+    const { body } = await submit({ steps: 100, stepMs: 100 });
+    await until(async () => ((await http(base, `/tasks/${body.taskId}`)).body.status === 'running' ? true : undefined));
+    const res = await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'cancelled' } });
+    expect(res.status).toBe(202);
+    const done = await finalState(body.taskId);
+    expect(done.status).toBe('cancelled');
+    expect(done.progress?.current ?? 0).toBeLessThan(100);
+    const events = await readTaskEvents(testBrokers(), { topic: body.topic, partition: body.partition, offset: body.offset, key: body.taskId });
+    expect(events.at(-1)?.value.event).toBe('task.cancelled');
+    expect(events.filter((e) => ['task.succeeded', 'task.failed', 'task.cancelled'].includes(e.value.event))).toHaveLength(1);
+  });
+
+  test('cancelling a finished task is 409; any other change is 400', async () => {
+    const { body } = await submit({ steps: 1, stepMs: 0 });
+    await finalState(body.taskId);
+    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'cancelled' } })).status).toBe(409);
+    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'running' } })).status).toBe(400);
+  });
+
+  test('a tenant never sees another tenant\'s tasks', async () => {
+    const { body } = await submit({ steps: 1, stepMs: 0 });
+    expect((await http(base, `/tasks/${body.taskId}`, { key: TENANT_B_KEY })).status).toBe(404);
+    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'cancelled' }, key: TENANT_B_KEY })).status).toBe(404);
+    const list = await http(base, '/tasks?limit=100', { key: TENANT_B_KEY });
+    expect(list.body._embedded.tasks.map((t: { taskId: string }) => t.taskId)).not.toContain(body.taskId);
+  });
+
+  test('GET /tasks lists the caller\'s tasks, filtered by type and status, paged', async () => {
+    const mine = await submit({ steps: 1, stepMs: 0 }, 'countdown', TENANT_B_KEY);
+    await finalState(mine.body.taskId, TENANT_B_KEY);
+    await submit({}, 'order-report', TENANT_B_KEY);
+    const byType = await http(base, '/tasks?type=countdown&status=succeeded', { key: TENANT_B_KEY });
+    expect(byType.body._embedded.tasks.map((t: { taskId: string }) => t.taskId)).toContain(mine.body.taskId);
+    expect(byType.body._embedded.tasks.every((t: { type: string; status: string }) => t.type === 'countdown' && t.status === 'succeeded')).toBe(true);
+    const paged = await http(base, '/tasks?limit=1', { key: TENANT_B_KEY });
+    expect(paged.body.count).toBe(1);
+    expect(paged.body._links.next.href).toBe('/tasks?offset=1&limit=1');
+    expect((await http(base, '/tasks?status=bogus')).status).toBe(400);
+  });
+
+  test('the order report reads the orders and returns totals by status', async () => {
+    await http(base, '/orders', { body: { order: [{ orderNumber: 1, itemCount: 2, status: 'open' }, { orderNumber: 2, itemCount: 3, status: 'open' }, { orderNumber: 3, itemCount: 5, status: 'paid' }] } });
+    const { body } = await submit({ statuses: ['open', 'paid'] }, 'order-report');
+    const done = await finalState(body.taskId);
+    expect(done.result).toEqual({ orders: 3, items: 10, byStatus: { open: { orders: 2, items: 5 }, paid: { orders: 1, items: 5 } } });
+  });
+});
+
+describe('submitting from Kafka', () => {
+  async function produce(key: string | null, value: string) {
+    const producer = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).producer();
+    await producer.connect();
+    await producer.send({ topic: service.kafka.topics.taskRequests, messages: [{ key, value }] });
+    await producer.disconnect();
+  }
+
+  test('a task request produced by a Kafka client runs under the client\'s own task id', async () => {
+    const taskId = `kafka-client-${Date.now()}`;
+    await produce(taskId, JSON.stringify({ type: 'countdown', input: { steps: 2, stepMs: 0 }, tenant: 'tenant-a' }));
+    const done = await finalState(taskId);
+    expect(done).toMatchObject({ taskId, status: 'succeeded', result: { steps: 2 } });
+    const events = await readTaskEvents(testBrokers(), { topic: done.topic, partition: done.partition, offset: done.offset, key: taskId });
+    expect(events.map((e) => e.value.event)).toEqual(['task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.succeeded']);
+  });
+
+  test('a bad task request ends in task.failed with a Problem, never in silence', async () => {
+    const cases = { json: '{nope', type: '{"type":"nope","input":{}}', input: '{"type":"countdown","input":{"steps":-1}}' };
+    for (const [what, value] of Object.entries(cases)) {
+      const taskId = `kafka-bad-${what}-${Date.now()}`;
+      await produce(taskId, value);
+      const events = await readTaskEvents(testBrokers(), { topic: service.kafka.topics.taskEvents, key: taskId });
+      expect(events.map((e) => e.value.event)).toEqual(['task.accepted', 'task.failed']);
+      const failure = events[1].value.data.problem as { type: string; errors: unknown[] };
+      expect(failure.type).toBe('https://hookstream.dev/problems/task-request-invalid');
+      expect(failure.errors.length).toBeGreaterThan(0);
+    }
+  });
+});
