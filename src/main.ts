@@ -3,7 +3,7 @@ import { LocalBrokerUnavailableError } from './kafka/local-broker-jars';
 import { startLocalBroker, type LocalBroker } from './kafka/local-broker';
 import { KAFKA_VERSION } from './kafka/kafka-version';
 import { createLogger } from './logger';
-import { startService } from './service';
+import { startService, type RunningService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
 
 function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
@@ -37,21 +37,8 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   let broker: LocalBroker | undefined;
-  if (!config.kafkaBrokers) {
-    logger.info({ cacheDir: config.cacheDir }, `no KAFKA_BROKERS set: starting an embedded Apache Kafka ${KAFKA_VERSION}`);
-    broker = await startLocalBroker({ cacheDir: config.cacheDir, persistent: true, preferredPort: 9092 });
-    logger.info({ bootstrap: broker.bootstrap, log: broker.logFile }, 'embedded Kafka started');
-  }
-  const brokers = config.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
-  let service;
-  try {
-    service = await startService({ config, brokers, logger });
-  } catch (err) {
-    await broker?.stop();
-    throw err;
-  }
-  process.stdout.write(`\n${banner(config, service.url, brokers, broker !== undefined)}\n\n`);
-
+  let service: RunningService | undefined;
+  // Installed before anything starts: a signal during startup must still stop what has started.
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -59,12 +46,26 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 30000);
     force.unref();
-    await service.stop();
+    await service?.stop();
     await broker?.stop();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  if (!config.kafkaBrokers) {
+    logger.info({ cacheDir: config.cacheDir }, `no KAFKA_BROKERS set: starting an embedded Apache Kafka ${KAFKA_VERSION}`);
+    broker = await startLocalBroker({ cacheDir: config.cacheDir, persistent: true, preferredPort: 9092 });
+    logger.info({ bootstrap: broker.bootstrap, log: broker.logFile }, 'embedded Kafka started');
+  }
+  const brokers = config.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
+  try {
+    service = await startService({ config, brokers, logger });
+  } catch (err) {
+    await broker?.stop();
+    throw err;
+  }
+  if (!stopping) process.stdout.write(`\n${banner(config, service.url, brokers, broker !== undefined)}\n\n`);
 }
 
 main().catch((err: unknown) => {

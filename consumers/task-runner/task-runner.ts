@@ -61,6 +61,16 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     return snapshot;
   }
 
+  /** The snapshot committed with an api request reaches this view shortly; wait for it rather than accept twice. */
+  async function snapshotOf(taskId: string, expected: boolean, handBack: AbortSignal): Promise<TaskSnapshot | undefined> {
+    const deadline = Date.now() + (expected ? deps.kafkaTimeoutMs : 0);
+    for (;;) {
+      const seen = deps.view.get(taskId);
+      if (isSnapshot(seen) || Date.now() >= deadline || handBack.aborted) return isSnapshot(seen) ? seen : undefined;
+      await wait(20, handBack);
+    }
+  }
+
   async function finish(journal: TaskJournal, outcome: Exclude<Awaited<ReturnType<typeof execute>>, 'handed-back'>, handBack: AbortSignal): Promise<void> {
     const status = outcome.kind === 'task.succeeded' ? 'succeeded' : outcome.kind === 'task.failed' ? 'failed' : 'cancelled';
     const change: Partial<TaskSnapshot> = { status, finishedAt: new Date().toISOString(), ...outcome.data };
@@ -117,7 +127,9 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
           return;
         }
         const { request } = parsed;
-        const snapshot = isSnapshot(seen) ? seen : await accept(taskId, request.tenant, request.type, request.input);
+        const known = isSnapshot(seen) ? seen : await snapshotOf(taskId, request.accepted, handBack);
+        if (known && isFinal(known.status)) return;
+        const snapshot = known ?? await accept(taskId, request.tenant, request.type, request.input);
         const result = await runOnce(snapshot, request.input, handBack);
         if (result !== 'retry') return;
       } catch (err) {

@@ -31,6 +31,7 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     readUncommitted: false,
     sessionTimeout: options.sessionTimeoutMs ?? 10000,
     heartbeatInterval: 1000,
+    maxWaitTimeInMs: 1000,
   });
   const work = new Map<string, PartitionWork>();
   const slots = { free: options.maxInFlight, waiters: [] as (() => void)[] };

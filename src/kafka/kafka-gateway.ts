@@ -70,7 +70,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
       return handle;
     },
     async close() {
-      for (const c of consumers) await c.stop();
+      await Promise.all(consumers.map((c) => c.stop()));
       await Promise.all(views.map((v) => v.stop()));
       await publisher.close();
       await admin.disconnect().catch(() => undefined);

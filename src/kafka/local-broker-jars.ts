@@ -5,12 +5,12 @@ import { KAFKA_VERSION } from './kafka-version';
 
 /** What to tell a user whose machine cannot run the embedded broker. */
 export class LocalBrokerUnavailableError extends Error {
-  constructor(reason: string) {
-    super(
-      `${reason}\nThe embedded Kafka needs Java 17+ and Maven ` +
-        '(Debian/Ubuntu: apt-get install openjdk-17-jre-headless maven), ' +
-        'or set KAFKA_BROKERS=host:port to use a Kafka you run yourself.',
-    );
+  /** `prerequisites`: the cause is a missing or unusable Java or Maven, so say what to install. */
+  constructor(reason: string, prerequisites = true) {
+    super(prerequisites
+      ? `${reason}\nThe embedded Kafka needs Java 17+ and Maven (Debian/Ubuntu: apt-get install openjdk-17-jre-headless maven), ` +
+        'or set KAFKA_BROKERS=host:port to use a Kafka you run yourself.'
+      : `${reason}\nOr set KAFKA_BROKERS=host:port to use a Kafka you run yourself.`);
     this.name = 'LocalBrokerUnavailableError';
   }
 }

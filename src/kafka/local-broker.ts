@@ -12,6 +12,8 @@ export interface LocalBrokerOptions {
   persistent: boolean;
   /** tried first when persistent; a free port is taken when it is busy */
   preferredPort?: number;
+  /** a persistent broker's folder; default `<cacheDir>/data/default` */
+  dataDir?: string;
 }
 
 export interface LocalBroker {
@@ -56,7 +58,7 @@ function freePort(): Promise<number> {
   });
 }
 
-function serverProperties(dataDir: string, port: number, controllerPort: number): string {
+export function serverProperties(dataDir: string, port: number, controllerPort: number): string {
   return [
     'process.roles=broker,controller',
     'node.id=1',
@@ -81,28 +83,38 @@ function serverProperties(dataDir: string, port: number, controllerPort: number)
   ].join('\n');
 }
 
-async function choosePorts(options: LocalBrokerOptions): Promise<[number, number]> {
+/** A persistent broker keeps its ports across restarts when they are free, so clients can reconnect. */
+async function choosePorts(options: LocalBrokerOptions, dataDir: string): Promise<[number, number]> {
+  const saved = join(dataDir, 'ports.json');
+  if (options.persistent && existsSync(saved)) {
+    const [p, c] = JSON.parse(readFileSync(saved, 'utf8')) as [number, number];
+    if ((await portIsFree(p)) && (await portIsFree(c))) return [p, c];
+  }
   const preferred = options.preferredPort;
   const port = preferred !== undefined && (await portIsFree(preferred)) ? preferred : await freePort();
   let controllerPort = await freePort();
   while (controllerPort === port) controllerPort = await freePort();
+  if (options.persistent) writeFileSync(saved, JSON.stringify([port, controllerPort]));
   return [port, controllerPort];
 }
 
 function prepareDataDir(options: LocalBrokerOptions): string {
   const dataDir = options.persistent
-    ? join(options.cacheDir, 'data', 'default')
+    ? (options.dataDir ?? join(options.cacheDir, 'data', 'default'))
     : join(options.cacheDir, 'data', `run-${Date.now()}-${process.pid}-${randomBytes(3).toString('hex')}`);
   mkdirSync(dataDir, { recursive: true });
   return dataDir;
 }
 
-function format(lib: string, dataDir: string, propsFile: string): void {
+/**
+ * Formats KRaft storage unless already formatted. Cluster ids are 16 random bytes in URL-safe base64
+ * without padding, as `kafka-storage random-uuid` makes them; one may start with '-', hence the
+ * `--cluster-id=` form, which no option parser can misread.
+ */
+export function formatStorage(lib: string, dataDir: string, propsFile: string, clusterId = randomBytes(16).toString('base64url')): void {
   if (existsSync(join(dataDir, 'logs', 'meta.properties'))) return;
-  // Cluster ids are 16 random bytes in URL-safe base64 without padding, as `kafka-storage random-uuid` makes them.
-  const clusterId = randomBytes(16).toString('base64url');
-  const r = spawnSync('java', ['-cp', join(lib, '*'), 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], { encoding: 'utf8' });
-  if (r.status !== 0) throw new LocalBrokerUnavailableError(`Formatting the broker storage failed:\n${(r.stdout + r.stderr).slice(-2000)}`);
+  const r = spawnSync('java', ['-cp', join(lib, '*'), 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '--config', propsFile], { encoding: 'utf8' });
+  if (r.status !== 0) throw new LocalBrokerUnavailableError(`Formatting the broker storage failed:\n${(r.stdout + r.stderr).slice(-2000)}`, false);
 }
 
 async function waitForStart(child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
@@ -115,17 +127,17 @@ async function waitForStart(child: ChildProcess, logFile: string, timeoutMs: num
   }
   const tail = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-3000) : '';
   child.kill('SIGKILL');
-  throw new LocalBrokerUnavailableError(`The embedded Kafka ${KAFKA_VERSION} did not start (log: ${logFile}):\n${tail}`);
+  throw new LocalBrokerUnavailableError(`The embedded Kafka ${KAFKA_VERSION} did not start (log: ${logFile}):\n${tail}`, false);
 }
 
 /** Starts a single-node KRaft broker from the official Apache Kafka jars. */
 export async function startLocalBroker(options: LocalBrokerOptions): Promise<LocalBroker> {
   const lib = resolveBrokerJars(options.cacheDir);
   const dataDir = prepareDataDir(options);
-  const [port, controllerPort] = await choosePorts(options);
+  const [port, controllerPort] = await choosePorts(options, dataDir);
   const propsFile = join(dataDir, 'server.properties');
   writeFileSync(propsFile, serverProperties(dataDir, port, controllerPort));
-  format(lib, dataDir, propsFile);
+  formatStorage(lib, dataDir, propsFile);
 
   const logFile = join(dataDir, 'broker.log');
   const logFd = openSync(logFile, 'w');

@@ -60,7 +60,8 @@ export class KafkaStateView<T> implements StateView<T> {
   }
 
   async start(publisher: Publisher, partitions: number[], timeoutMs: number): Promise<void> {
-    const consumer = this.kafka.consumer({ groupId: `${this.topic}.view.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000 });
+    // A short long-poll keeps shutdown quick: disconnect waits for the fetch in flight.
+    const consumer = this.kafka.consumer({ groupId: `${this.topic}.view.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000, maxWaitTimeInMs: 1000 });
     this.consumer = consumer;
     await consumer.connect();
     await consumer.subscribe({ topic: this.topic, fromBeginning: true });

@@ -12,12 +12,17 @@ export interface TaskRequest {
   /** the tenant the task belongs to; Kafka clients may leave it out */
   tenant?: string;
   submittedAt?: string;
+  /**
+   * Set by the api, which wrote task.accepted and the snapshot in the request's
+   * transaction: the runner waits for that snapshot rather than accept the task again.
+   */
+  accepted?: boolean;
 }
 
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const DEFAULT_KAFKA_TENANT = 'kafka';
 
-export type ParsedRequest = { ok: true; request: Required<Pick<TaskRequest, 'type' | 'input' | 'tenant'>> } | { ok: false; errors: ProblemDetail[]; type: string; tenant: string };
+export type ParsedRequest = { ok: true; request: Required<Pick<TaskRequest, 'type' | 'input' | 'tenant' | 'accepted'>> } | { ok: false; errors: ProblemDetail[]; type: string; tenant: string };
 
 /** Validates a request as the runner receives it; the same rules POST /tasks applies. */
 export function parseTaskRequest(value: string | null, registry: TaskRegistry): ParsedRequest {
@@ -35,5 +40,5 @@ export function parseTaskRequest(value: string | null, registry: TaskRegistry): 
   const typeName = typeof r.type === 'string' ? r.type : 'unknown';
   const errors = registry.inputErrors(r.type, r.input);
   if (errors.length > 0) return { ok: false, type: typeName, tenant, errors };
-  return { ok: true, request: { type: typeName, input: r.input, tenant } };
+  return { ok: true, request: { type: typeName, input: r.input, tenant, accepted: r.accepted === true } };
 }

@@ -59,7 +59,7 @@ export class TaskStore {
     };
     let snapshot = draft;
     const [acceptedEvent] = taskEventRecords(topics, 'task.accepted', draft, { input: s.input });
-    const request: TaskRequest = { type: s.type, input: s.input, tenant: s.tenant, submittedAt: now };
+    const request: TaskRequest = { type: s.type, input: s.input, tenant: s.tenant, submittedAt: now, accepted: true };
     const positions = await this.deps.publisher.publishStaged([acceptedEvent], ([first]: RecordPosition[]) => {
       snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
       return [

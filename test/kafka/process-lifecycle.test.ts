@@ -1,0 +1,119 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config';
+import { formatStorage, serverProperties } from '../../src/kafka/local-broker';
+import { javaMajorVersion, resolveBrokerJars } from '../../src/kafka/local-broker-jars';
+import { startChildService } from '../support/child-service';
+import { uniquePrefix } from '../support/test-service';
+
+const DIST = join(__dirname, '../../dist/src');
+const hasJava = (javaMajorVersion() ?? 0) >= 17;
+const withJava = hasJava ? test : test.skip;
+if (!hasJava) console.warn('embedded-broker lifecycle tests skipped: they start brokers from the Kafka jars, which needs Java 17+');
+
+const alive = (pid: number) => spawnSync('kill', ['-0', String(pid)]).status === 0;
+const javaChildOf = (pid: number) => Number(spawnSync('pgrep', ['-P', String(pid), 'java'], { encoding: 'utf8' }).stdout.trim().split('\n')[0]);
+
+async function gone(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!alive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return !alive(pid);
+}
+
+function run(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const waitFor = async (text: string | RegExp, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const m = typeof text === 'string' ? (out.includes(text) ? [text] : null) : text.exec(out);
+      if (m) return m;
+      if (child.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`never saw ${text}; output:\n${out}`);
+  };
+  return { child, exited, waitFor, output: () => out };
+}
+
+describe('process lifecycle', () => {
+  beforeAll(() => {
+    if (!existsSync(join(DIST, 'main.js'))) throw new Error('dist/ is missing: `npm test` builds it first (or run `npm run build`)');
+  });
+
+  withJava('a crashed parent (SIGKILL) leaves no orphaned Kafka JVM', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-orphan-'));
+    const script = `require(${JSON.stringify(join(DIST, 'kafka/local-broker.js'))}).startLocalBroker({ cacheDir: ${JSON.stringify(cacheDir)}, persistent: false })` +
+      '.then((b) => { console.log("watchdog=" + b.pid); setInterval(() => {}, 1000); });';
+    const parent = run(['-e', script], {});
+    try {
+      const [, watchdog] = (await parent.waitFor(/watchdog=(\d+)/, 120000)) as RegExpExecArray;
+      const java = javaChildOf(Number(watchdog));
+      expect(java).toBeGreaterThan(0);
+      parent.child.kill('SIGKILL');
+      expect(await gone(java, 30000)).toBe(true);
+    } finally {
+      parent.child.kill('SIGKILL');
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  }, 180000);
+
+  withJava('`npm start` on the embedded default: prints URL, key and bootstrap; Ctrl-C stops it and its broker, exit 0', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-start-'));
+    const app = run([join(DIST, 'main.js')], { HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+    try {
+      await app.waitFor('hookstream is running', 180000);
+      const out = app.output();
+      const url = /API: +(http:\/\/\S+)/.exec(out)?.[1] as string;
+      const key = /API key[^:]*: (\S+)/.exec(out)?.[1] as string;
+      expect(out).toMatch(/Kafka: +127\.0\.0\.1:\d+ \(embedded Apache Kafka 4\.1\.1\)/);
+      const res = await fetch(`${url}/orders`, { headers: { authorization: `Bearer ${key}` } });
+      expect(res.status).toBe(200);
+      const java = Number(spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' }).stdout.trim().split('\n')[0]);
+      expect(java).toBeGreaterThan(0);
+      app.child.kill('SIGINT');
+      expect(await app.exited).toBe(0);
+      expect(await gone(java, 30000)).toBe(true);
+    } finally {
+      app.child.kill('SIGKILL');
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  }, 300000);
+
+  withJava('storage is formatted even when the random cluster id starts with "-"', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookstream-format-'));
+    try {
+      const props = join(dir, 'server.properties');
+      writeFileSync(props, serverProperties(dir, 19999, 19998));
+      formatStorage(resolveBrokerJars(loadConfig({}).cacheDir), dir, props, '-AbCdEfGhIjKlMnOpQrStU');
+      expect(readFileSync(join(dir, 'logs', 'meta.properties'), 'utf8')).toContain('cluster.id=-AbCdEfGhIjKlMnOpQrStU');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('each role stops cleanly on SIGTERM, with exit code 0', async () => {
+    const prefix = uniquePrefix('lifecycle');
+    for (const role of ['api', 'runner', 'bridge', 'all']) {
+      const child = await startChildService(role, prefix);
+      expect(await child.kill('SIGTERM')).toBe(0);
+    }
+  }, 120000);
+
+  test('without Java the embedded default fails with one clear message naming what to install or set', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-nojava-'));
+    const app = run([join(DIST, 'main.js')], { PATH: '/nonexistent', HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0' });
+    expect(await app.exited).toBe(1);
+    expect(app.output()).toMatch(/No `java` found on PATH[\s\S]*Java 17\+ and Maven[\s\S]*KAFKA_BROKERS/);
+    expect(app.output()).not.toMatch(/\n\s+at /);
+    rmSync(cacheDir, { recursive: true, force: true });
+  });
+});
