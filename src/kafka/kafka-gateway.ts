@@ -26,6 +26,8 @@ export interface KafkaGateway {
   readonly publisher: Publisher;
   readonly health: KafkaHealth;
   readonly brokers: string[];
+  /** transactions committed by this process's publisher, and what they carried */
+  publisherStats(): { transactions: number; records: number; calls: number };
   createView<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>>;
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   close(): Promise<void>;
@@ -56,6 +58,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     publisher,
     health,
     brokers: options.brokers,
+    publisherStats: () => ({ ...publisher.stats }),
     async createView<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>> {
       const view = new KafkaStateView<T>(kafka, topic, decode, logger);
       views.push(view as KafkaStateView<unknown>);
