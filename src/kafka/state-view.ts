@@ -28,9 +28,13 @@ export class KafkaStateView<T> implements StateView<T> {
   private readonly waiters = new Set<Waiter>();
   private readonly listeners: ((key: string, value: T | undefined) => void)[] = [];
   private readonly syncKey = `${SYNC_KEY_PREFIX}:${randomUUID()}`;
-  private syncTargets: RecordPosition[] | undefined;
   private consumer: Consumer | undefined;
   private synced = false;
+  private publisher: Publisher | undefined;
+  private partitions: number[] = [];
+  /** when the last completed sync barrier was written: everything committed before it is applied */
+  private syncedAt = 0;
+  private syncInFlight: { startedAt: number; done: Promise<void> } | undefined;
 
   constructor(
     private readonly kafka: Kafka,
@@ -72,11 +76,39 @@ export class KafkaStateView<T> implements StateView<T> {
         this.settleWaiters();
       },
     });
-    this.syncTargets = await publisher.publish(
-      partitions.map((partition) => ({ topic: this.topic, key: this.syncKey, value: null, partition })),
-    );
-    await this.waitFor(this.syncTargets, timeoutMs);
+    this.publisher = publisher;
+    this.partitions = partitions;
+    await this.sync(timeoutMs);
     this.synced = true;
+  }
+
+  async syncedSince(time: number, timeoutMs: number): Promise<void> {
+    while (this.syncedAt < time) {
+      const inFlight = this.syncInFlight;
+      if (inFlight && inFlight.startedAt >= time) {
+        await inFlight.done;
+        return;
+      }
+      if (inFlight) await inFlight.done.catch(() => undefined);
+      else await this.sync(timeoutMs);
+    }
+  }
+
+  /** Writes a marker to every partition and waits to read them all back. */
+  private sync(timeoutMs: number): Promise<void> {
+    const publisher = this.publisher;
+    if (!publisher) return Promise.reject(new Error('view not started'));
+    const startedAt = Date.now();
+    const done = (async () => {
+      const markers = await publisher.publish(this.partitions.map((partition) => ({ topic: this.topic, key: this.syncKey, value: null, partition })));
+      await this.waitFor(markers, timeoutMs);
+      if (startedAt > this.syncedAt) this.syncedAt = startedAt;
+    })();
+    const entry = { startedAt, done };
+    this.syncInFlight = entry;
+    return done.finally(() => {
+      if (this.syncInFlight === entry) this.syncInFlight = undefined;
+    });
   }
 
   async stop(): Promise<void> {

@@ -49,6 +49,11 @@ export interface StateView<T> {
   /** resolves once the view has applied every given position on its topic */
   waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void>;
   onChange(listener: (key: string, value: T | undefined) => void): void;
+  /**
+   * Resolves once every record committed to the topic before `time` (ms) is
+   * applied. Concurrent callers share one sync round trip.
+   */
+  syncedSince(time: number, timeoutMs: number): Promise<void>;
 }
 
 export interface ConsumerHandle {

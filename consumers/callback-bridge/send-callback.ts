@@ -1,0 +1,70 @@
+import { Agent, request } from 'undici';
+import { guardedLookup } from '../../src/subscriptions/callback-url-policy';
+import { webhookHeaders } from '../../src/subscriptions/webhook-signature';
+
+export interface CallbackMessage {
+  subscriptionId: string;
+  callbackUrl: string;
+  secret: string;
+  /** stable across retries and redeliveries of the same event to the same subscription */
+  webhookId: string;
+  event: string;
+  taskId?: string;
+  body: string;
+}
+
+export type CallbackResult =
+  | { outcome: 'delivered' | 'refused' | 'gone'; statusCode: number; latencyMs: number }
+  | { outcome: 'failed'; statusCode?: number; latencyMs: number; error: string; retryAfterMs?: number };
+
+/** Retry-After as seconds or an HTTP date. */
+export function retryAfterMs(header: string | string[] | undefined, now = Date.now()): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+export function createCallbackAgent(allowPrivate: boolean): Agent {
+  return new Agent({ connect: { lookup: guardedLookup(allowPrivate) as never }, keepAliveTimeout: 10000 });
+}
+
+/**
+ * POSTs to exactly the registered URL. 2xx is delivered; 403 refused and 410
+ * gone (both end the subscription); everything else (3xx, since redirects
+ * are not followed; 429; 5xx; timeouts; connection errors) is a failure to retry.
+ */
+export async function sendCallback(message: CallbackMessage, agent: Agent, timeoutMs: number): Promise<CallbackResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  try {
+    const res = await request(message.callbackUrl, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { 'content-type': 'application/json', 'user-agent': 'hookstream-callback-bridge', ...webhookHeaders(message.secret, message.webhookId, Math.floor(Date.now() / 1000), message.body) },
+      body: message.body,
+      maxRedirections: 0,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await res.body.dump().catch(() => undefined);
+    const statusCode = res.statusCode;
+    if (statusCode >= 200 && statusCode < 300) return { outcome: 'delivered', statusCode, latencyMs: elapsed() };
+    if (statusCode === 403) return { outcome: 'refused', statusCode, latencyMs: elapsed() };
+    if (statusCode === 410) return { outcome: 'gone', statusCode, latencyMs: elapsed() };
+    return { outcome: 'failed', statusCode, latencyMs: elapsed(), error: `answered ${statusCode}`, retryAfterMs: retryAfterMs(res.headers['retry-after']) };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+    const code = e.code ?? e.cause?.code ?? e.name;
+    return { outcome: 'failed', latencyMs: elapsed(), error: `${code}: ${e.message}` };
+  }
+}
+
+/** Exponential backoff with full jitter in [delay/2, delay], or the receiver's Retry-After; capped. */
+export function backoffMs(attempt: number, baseMs: number, maxMs: number, retryAfter?: number, random = Math.random): number {
+  if (retryAfter !== undefined) return Math.min(maxMs, retryAfter);
+  const delay = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(delay / 2 + (random() * delay) / 2);
+}

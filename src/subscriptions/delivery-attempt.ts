@@ -1,0 +1,50 @@
+import type { StateView } from '../kafka/types';
+
+export type DeliveryOutcome = 'delivered' | 'refused' | 'gone' | 'failed' | 'dead-lettered';
+
+/** One callback attempt, written by the bridge to the deliveries topic. */
+export interface DeliveryAttempt {
+  subscriptionId: string;
+  webhookId: string;
+  event: string;
+  taskId?: string;
+  attempt: number;
+  at: string;
+  outcome: DeliveryOutcome;
+  statusCode?: number;
+  latencyMs: number;
+  error?: string;
+  /** when the next attempt is due, for a failed attempt that will be retried */
+  nextAttemptAt?: string;
+}
+
+export const attemptKey = (a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt'>) => `${a.subscriptionId}/${a.webhookId}/${a.attempt}`;
+
+export function decodeDeliveryAttempt(value: string): DeliveryAttempt {
+  const a = JSON.parse(value) as DeliveryAttempt;
+  if (typeof a?.subscriptionId !== 'string') throw new Error('not a delivery attempt');
+  return a;
+}
+
+const KEEP = 500;
+
+/** Each subscription's most recent attempts, indexed from the deliveries view. */
+export class DeliveryHistory {
+  private readonly bySubscription = new Map<string, DeliveryAttempt[]>();
+
+  constructor(view: StateView<DeliveryAttempt>) {
+    for (const a of view.values()) this.add(a);
+    view.onChange((_key, a) => { if (a) this.add(a); });
+  }
+
+  of(subscriptionId: string): DeliveryAttempt[] {
+    return this.bySubscription.get(subscriptionId) ?? [];
+  }
+
+  private add(a: DeliveryAttempt): void {
+    const list = this.bySubscription.get(a.subscriptionId) ?? [];
+    list.push(a);
+    if (list.length > KEEP) list.splice(0, list.length - KEEP);
+    this.bySubscription.set(a.subscriptionId, list);
+  }
+}

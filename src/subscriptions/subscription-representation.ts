@@ -1,0 +1,30 @@
+import { halResource, link, type HalResource, type Links } from '../http/hal';
+import type { DeliveryAttempt } from './delivery-attempt';
+import type { Subscription } from './subscription';
+
+const MESSAGES = {
+  active: 'The subscription is active.',
+  cancelled: 'The subscription is cancelled; no further callbacks start.',
+};
+
+/** The subscription resource; the secret is shown once, in the 201 that creates it. */
+export function subscriptionRepresentation(s: Subscription, attempts: DeliveryAttempt[], withSecret = false): HalResource {
+  const links: Links = { self: link(`/subscriptions/${s.id}`), deliveries: link(`/subscriptions/${s.id}/deliveries`), collection: link('/subscriptions') };
+  if (s.taskId) links.task = link(`/tasks/${s.taskId}`);
+  const count = (o: DeliveryAttempt['outcome']) => attempts.filter((a) => a.outcome === o).length;
+  const last = attempts.at(-1);
+  return halResource({
+    UUID: s.id,
+    message: MESSAGES[s.status],
+    status: s.status,
+    ...(s.cancelReason ? { cancelReason: s.cancelReason } : {}),
+    mode: s.mode,
+    callbackUrl: s.callbackUrl,
+    ...(s.taskId ? { taskId: s.taskId } : { events: s.events }),
+    ...(withSecret ? { secret: s.secret } : {}),
+    counts: { attempts: attempts.length, delivered: count('delivered'), failed: count('failed'), deadLettered: count('dead-lettered'), refused: count('refused') + count('gone') },
+    ...(last ? { lastDelivery: last } : {}),
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  }, links);
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { tenantOf } from '../http/auth';
+import { halResource, link } from '../http/hal';
+import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
+import { problem, ProblemError } from '../http/problem';
+import { compile, requireObjectBody, validationErrors } from '../http/validation';
+import type { TaskSubscriber } from '../tasks/task-routes';
+import type { TaskStore } from '../tasks/task-store';
+import { checkCallbackUrl } from './callback-url-policy';
+import type { Subscription, SubscriptionMode } from './subscription';
+import { subscriptionRepresentation } from './subscription-representation';
+import type { SubscriptionStore } from './subscription-store';
+
+export interface SubscriptionRouteDeps {
+  store: SubscriptionStore;
+  tasks: TaskStore;
+  /** every event kind the API publishes, the ones `events` may name */
+  eventKinds: string[];
+  allowPrivate: boolean;
+}
+
+type IdParams = { Params: { id: string } };
+
+/** Spec: a rejected subscription is 403 with a Problem; here one errors[] entry names /callbackUrl. */
+async function assertCallbackAllowed(callbackUrl: string, allowPrivate: boolean): Promise<void> {
+  const verdict = await checkCallbackUrl(callbackUrl, { allowPrivate });
+  if (!verdict.ok) {
+    throw new ProblemError('subscription-rejected', `The callbackUrl ${verdict.reason}.`, {
+      errors: [problem('invalid-field', `/callbackUrl ${verdict.reason}`, { instance: '/callbackUrl', status: 403 })],
+    });
+  }
+}
+
+/** The subscriber behind POST /tasks's callbackUrl: a once-or-continuous subscription to that task. */
+export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
+  return {
+    async prepare(tenant, callbackUrl, mode) {
+      await assertCallbackAllowed(callbackUrl, deps.allowPrivate);
+      const id = randomUUID();
+      return { id, records: (taskId) => [deps.store.draft({ tenant, callbackUrl, mode, taskId }, id).record] };
+    },
+  };
+}
+
+export async function subscriptionRoutes(app: FastifyInstance, deps: SubscriptionRouteDeps): Promise<void> {
+  const { store } = deps;
+  const validateNew = compile({
+    type: 'object',
+    properties: {
+      callbackUrl: { type: 'string', minLength: 1, maxLength: 2048 },
+      mode: { enum: ['once', 'continuous'] },
+      taskId: { type: 'string', minLength: 1, maxLength: 64 },
+      events: { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { enum: deps.eventKinds } },
+    },
+    required: ['callbackUrl', 'mode'],
+    additionalProperties: false,
+  });
+
+  function own(tenant: string, id: string): Subscription {
+    const s = store.get(id);
+    if (!s || s.tenant !== tenant) throw new ProblemError('not-found', `There is no subscription ${JSON.stringify(id)}.`);
+    return s;
+  }
+
+  app.post('/subscriptions', async (request, reply) => {
+    const body = requireObjectBody(request.body);
+    const errors = validationErrors(validateNew, body);
+    if ((body.taskId === undefined) === (body.events === undefined)) {
+      errors.push(problem('invalid-field', '/taskId or /events: give exactly one of them', { instance: body.taskId === undefined ? '/events' : '/taskId' }));
+    }
+    if (errors.length > 0) throw new ProblemError('validation-failed', 'Give callbackUrl, mode, and either taskId or events; see errors.', { errors });
+    const tenant = tenantOf(request);
+    const taskId = body.taskId as string | undefined;
+    const task = taskId === undefined ? undefined : deps.tasks.get(taskId);
+    if (taskId !== undefined && (!task || task.tenant !== tenant)) {
+      throw new ProblemError('validation-failed', 'The task to subscribe to does not exist.', { errors: [problem('invalid-field', `/taskId names no task of yours`, { instance: '/taskId' })] });
+    }
+    await assertCallbackAllowed(body.callbackUrl as string, deps.allowPrivate);
+    const created = await store.create({ tenant, callbackUrl: body.callbackUrl as string, mode: body.mode as SubscriptionMode, taskId, events: body.events as string[] | undefined });
+    const rep = subscriptionRepresentation(created, [], true);
+    rep.message = 'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) and is shown only now.';
+    return reply.code(201).header('location', `/subscriptions/${created.id}`).send(rep);
+  });
+
+  app.get<{ Querystring: PageQuery }>('/subscriptions', { schema: { querystring: pageQuerySchema } }, async (request) => {
+    const all = store.list(tenantOf(request));
+    const { offset, limit } = request.query;
+    const page = all.slice(offset, offset + limit);
+    return halResource(
+      { count: page.length, total: all.length },
+      { ...pageLinks('/subscriptions', offset, limit, all.length), item: page.map((s) => link(`/subscriptions/${s.id}`)) },
+      { subscriptions: () => page.map((s) => subscriptionRepresentation(s, store.history.of(s.id))) },
+      ['subscriptions'],
+    );
+  });
+
+  app.get<IdParams>('/subscriptions/:id', async (request) => {
+    const s = own(tenantOf(request), request.params.id);
+    return subscriptionRepresentation(s, store.history.of(s.id));
+  });
+
+  app.get<IdParams & { Querystring: PageQuery }>('/subscriptions/:id/deliveries', { schema: { querystring: pageQuerySchema } }, async (request) => {
+    const s = own(tenantOf(request), request.params.id);
+    const all = store.history.of(s.id);
+    const { offset, limit } = request.query;
+    const path = `/subscriptions/${s.id}/deliveries`;
+    return halResource(
+      { count: Math.min(limit, Math.max(0, all.length - offset)), total: all.length, attempts: all.slice(offset, offset + limit) },
+      { ...pageLinks(path, offset, limit, all.length), subscription: link(`/subscriptions/${s.id}`) },
+    );
+  });
+
+  // Spec: cancel is a PUT on the subscription resource → 202; repeatable. A body naming another UUID is refused.
+  app.put<IdParams>('/subscriptions/:id', async (request, reply) => {
+    const s = own(tenantOf(request), request.params.id);
+    if (request.body !== undefined && request.body !== null) {
+      const body = requireObjectBody(request.body);
+      if (body.UUID !== undefined && body.UUID !== s.id) {
+        throw new ProblemError('uuid-mismatch', 'The body names another subscription than the path.', {
+          errors: [problem('invalid-field', '/UUID does not match the subscription in the path', { instance: '/UUID', status: 403 })],
+        });
+      }
+    }
+    await store.cancel(s, 'requested');
+    return reply.code(202).send(halResource({ UUID: s.id, message: 'Subscription cancelled; no further callbacks start.' }, { self: link(`/subscriptions/${s.id}`) }));
+  });
+}

@@ -1,0 +1,13 @@
+import { createHmac, randomBytes } from 'node:crypto';
+
+/** A Standard Webhooks secret: `whsec_` and 24 random bytes in base64. */
+export function newSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+/** The Standard Webhooks headers for one message: `v1,` HMAC-SHA256 of `id.timestamp.body`. */
+export function webhookHeaders(secret: string, id: string, timestampSeconds: number, body: string): Record<string, string> {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const signature = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${signature}` };
+}

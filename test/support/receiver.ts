@@ -1,0 +1,62 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  json: Record<string, unknown> & { _links: Record<string, { href: string }>; UUID: string; event: string; taskId?: string; data: Record<string, unknown> };
+  at: number;
+}
+
+export interface Reply {
+  status: number;
+  headers?: Record<string, string>;
+  /** hold the answer this long */
+  delayMs?: number;
+}
+
+/** A real HTTP callback receiver on loopback that records every request and answers as told. */
+export class Receiver {
+  readonly received: Received[] = [];
+  private server: Server | undefined;
+  url = '';
+
+  constructor(private respond: (r: Received, index: number) => Reply = () => ({ status: 200 })) {}
+
+  answer(respond: (r: Received, index: number) => Reply): void {
+    this.respond = respond;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => { body += c.toString(); });
+      req.on('end', () => {
+        let json: Received['json'];
+        try { json = JSON.parse(body); } catch { json = {} as Received['json']; }
+        const r: Received = { path: req.url ?? '', headers: req.headers, body, json, at: Date.now() };
+        this.received.push(r);
+        const reply = this.respond(r, this.received.length - 1);
+        const send = () => { res.writeHead(reply.status, reply.headers); res.end(); };
+        if (reply.delayMs) setTimeout(send, reply.delayMs).unref(); else send();
+      });
+    });
+    this.server.keepAliveTimeout = 1000;
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    this.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+
+  /** Waits until `count` requests arrived (or the deadline passes) and returns them. */
+  async waitFor(count: number, timeoutMs = 20000): Promise<Received[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.received.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    return this.received;
+  }
+}
