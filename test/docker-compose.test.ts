@@ -27,6 +27,12 @@ describe('docker-compose.yml', () => {
     for (const [, s] of ours) expect([...ROLES, 'topics']).toContain((s.command as string[])[0]);
   });
 
+  test('api, runner and bridge each have a healthcheck that runs the built healthcheck script', () => {
+    for (const name of ['api', 'runner', 'bridge']) {
+      expect((services[name].healthcheck as { test: string[] }).test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js']);
+    }
+  });
+
   test('services only set environment variables that src/config.ts reads', () => {
     for (const [, s] of ours) {
       for (const name of Object.keys(s.environment as object)) expect(CONFIG_VARIABLES).toContain(name);

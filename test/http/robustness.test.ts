@@ -26,11 +26,14 @@ function rng(seed: number) {
 }
 
 const PATHS = ['/orders', '/orders/x', '/users', '/items/i-widget', '/orders/../users', '/%2e%2e/orders', '/orders?limit=-1', '/orders?offset=abc',
-  '/orders?limit=1e9', '/orders?fields=%00', '/orders?embedded[]=x', '/orders/' + 'a'.repeat(300), '/users?limit=0', '/orders?atomic=perhaps'];
+  '/orders?limit=1e9', '/orders?fields=%00', '/orders?embedded[]=x', '/orders/' + 'a'.repeat(300), '/users?limit=0', '/orders?atomic=perhaps',
+  '/tasks', '/tasks/nope', '/tasks?status=odd', '/tasks?type=%ff', '/subscriptions', '/subscriptions/x', '/subscriptions/x/deliveries', '/subscriptions?limit=x'];
 const BODIES = ['{', '[]', 'null', '"str"', '123', '{"order": {}}', '{"order": [1,2,3]}', '{"order": [null]}', '{"orderNumber": "1"}',
   '{"itemCount": 1e400}', '{"__proto__": {"polluted": true}}', '{"constructor": {"prototype": {"x": 1}}}', '\u0000', '{"a":' + '['.repeat(5000) + ']'.repeat(5000) + '}',
   '{"order": [' + '{"orderNumber":1,"itemCount":0,"status":"x"},'.repeat(50) + '{}]}', 'true', '{"status": ' + '"x"'.repeat(3) + '}', '{"items": "i-widget"}',
-  '{"orderNumber":1,"itemCount":1,"status":"open","author":{"href":"/users/u-ada"}}', '{"orderNumber":1,"itemCount":1,"status":"open","items":[1]}'];
+  '{"orderNumber":1,"itemCount":1,"status":"open","author":{"href":"/users/u-ada"}}', '{"orderNumber":1,"itemCount":1,"status":"open","items":[1]}',
+  '{"type":"countdown","input":{"steps":"1"}}', '{"type":"countdown"}', '{"type":"countdown","input":{"steps":1,"stepMs":0},"callbackUrl":"gopher://x"}',
+  '{"callbackUrl":"http://169.254.169.254/","mode":"once","events":["order.created"]}', '{"callbackUrl":1,"mode":"once"}', '{"status":"cancelled","UUID":[]}'];
 const TYPES = ['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/xml', '', 'application/merge-patch+json', 'application/hal+json', 'multipart/form-data; boundary=x', 'application/json; charset=latin1'];
 const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET', 'TRACE', 'PROPFIND', 'SEARCH', 'OPTIONS'];
 

@@ -216,6 +216,29 @@ describe('callbacks', () => {
     expect(parked).toMatchObject({ subscriptionId: sub.body.UUID, event: 'order.created', attempts: 4, lastError: 'answered 500' });
   });
 
+  test('a receiver that does not answer in time is a failed attempt, retried', async () => {
+    const r = await receiver((_req, i) => (i === 0 ? { status: 200, delayMs: 3000 } : { status: 200 }));
+    const sub = await subscribe({ callbackUrl: `${r.url}/sleepy`, mode: 'continuous', events: ['order.created'] });
+    await http(base, '/orders', { body: order(1) });
+    const history = await until(async () => { const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body; return h.total >= 2 ? h : undefined; });
+    expect(history.attempts[0]).toMatchObject({ outcome: 'failed' });
+    expect(history.attempts[0].statusCode).toBeUndefined();
+    expect(history.attempts[0].latencyMs).toBeGreaterThanOrEqual(1900);
+    expect(history.attempts[1]).toMatchObject({ outcome: 'delivered', statusCode: 200 });
+  });
+
+  test('a connection error is a failed attempt with the error in the history, retried', async () => {
+    const r = await receiver();
+    const url = r.url;
+    await r.stop();
+    const sub = await subscribe({ callbackUrl: `${url}/closed`, mode: 'continuous', events: ['order.created'] });
+    await http(base, '/orders', { body: order(1) });
+    const history = await until(async () => { const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body; return h.total >= 2 ? h : undefined; });
+    expect(history.attempts[0]).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/ECONNREFUSED/) });
+    expect(history.attempts[1].attempt).toBe(2);
+    await http(base, `/subscriptions/${sub.body.UUID}`, { method: 'PUT' });
+  });
+
   test('redirects are not followed: a 3xx is a failed attempt', async () => {
     const target = await receiver();
     const r = await receiver((_req, i) => (i === 0 ? { status: 302, headers: { location: `${target.url}/elsewhere` } } : { status: 200 }));
