@@ -62,7 +62,9 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     let granted = false;
     const got = new Promise<void>((resolve) => slots.waiters.push(() => { granted = true; resolve(); }));
     while (!granted) {
-      await Promise.race([got, new Promise((r) => setTimeout(r, 1000))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([got, new Promise((r) => { timer = setTimeout(r, 1000); })]);
+      clearTimeout(timer);
       if (!granted) await heartbeat();
     }
   }
@@ -120,7 +122,9 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     async stop() {
       stopping = true;
       for (const w of work.values()) for (const ac of w.pending.values()) ac.abort(new HandBack('shutdown'));
-      await Promise.race([Promise.allSettled([...running]), new Promise((r) => setTimeout(r, 10000))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...running]), new Promise((r) => { timer = setTimeout(r, 10000); })]);
+      clearTimeout(timer);
       await consumer.disconnect().catch(() => undefined);
     },
   };
