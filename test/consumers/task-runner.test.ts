@@ -3,17 +3,9 @@ import { startChildService, type ChildService } from '../support/child-service';
 import { readTaskEvents } from '../support/event-reader';
 import { http } from '../support/http';
 import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
 
 /** The runner as separate processes on the real broker. */
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('task runner processes', () => {
   let api: RunningService;

@@ -4,6 +4,7 @@ import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
 
 /** Subscriptions over HTTP and the callback bridge, on the real broker with real receivers on loopback. */
 let service: RunningService;
@@ -34,15 +35,6 @@ async function subscribe(body: Record<string, unknown>, key?: string) {
   return res;
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 20000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const subscriptionState = (id: string) => http(base, `/subscriptions/${id}`).then((r) => r.body);
 const order = (n: number) => ({ orderNumber: n, itemCount: 1, status: 'open' });

@@ -3,6 +3,7 @@ import type { RunningService } from '../../src/service';
 import { readTaskEvents } from '../support/event-reader';
 import { http } from '../support/http';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
 
 /** Tasks end to end on the real broker: api and runner in one process (role all). */
 let service: RunningService;
@@ -20,15 +21,6 @@ async function submit(input: Record<string, unknown>, type = 'countdown', key?: 
   return res;
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 20000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const finalState = (taskId: string, key?: string) => until(async () => {
   const res = await http(base, `/tasks/${taskId}`, { key });
