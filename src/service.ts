@@ -15,6 +15,7 @@ import { decodeStoredResource, ResourceStore, type StoredResource } from './reso
 import { seedResources } from './resources/seed';
 import { decodeDeliveryAttempt, DeliveryHistory } from './subscriptions/delivery-attempt';
 import { decodeSubscription, type Subscription } from './subscriptions/subscription';
+import { subscriptionRepresentation } from './subscriptions/subscription-representation';
 import { subscriptionRoutes, taskSubscriber } from './subscriptions/subscription-routes';
 import { SubscriptionStore } from './subscriptions/subscription-store';
 import { exampleTaskTypes } from './tasks/example-task-types';
@@ -93,7 +94,13 @@ async function apiRoutes(p: Parts): Promise<Pick<AppDeps, 'resources' | 'routes'
   return {
     resources: { registry: p.resourceRegistry, store },
     routes: [
-      { collections: ['tasks'], plugin: (a: FastifyInstance) => taskRoutes(a, { registry: p.taskRegistry, store: tasks, subscriber: taskSubscriber(subscriptionDeps) }) },
+      {
+        collections: ['tasks'],
+        plugin: (a: FastifyInstance) => taskRoutes(a, {
+          registry: p.taskRegistry, store: tasks, subscriber: taskSubscriber(subscriptionDeps),
+          subscriptionOf: (id) => { const s = subscriptions.get(id); return s && subscriptionRepresentation(s, subscriptions.history.of(id)); },
+        }),
+      },
       { collections: ['subscriptions'], plugin: (a: FastifyInstance) => subscriptionRoutes(a, subscriptionDeps) },
     ],
   };

@@ -40,6 +40,8 @@ const lookupAll = promisify(dnsLookup);
 export const systemLookup: Lookup = async (host) =>
   ((await lookupAll(host, { all: true, verbatim: true })) as unknown as LookupAddress[]).map((a) => a.address);
 
+const LOOKUP_TIMEOUT_MS = 3000;
+
 export type UrlVerdict = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Checks a callback URL as given; the WHATWG parser normalizes decimal, octal and hex IPv4 forms first. */
@@ -58,10 +60,15 @@ export async function checkCallbackUrl(raw: string, options: { allowPrivate: boo
   let addresses: string[];
   if (isIP(host)) addresses = [host];
   else {
+    // A resolver that stalls must not hold the request: a name that does not resolve in time is refused.
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), LOOKUP_TIMEOUT_MS); });
     try {
-      addresses = await (options.lookup ?? systemLookup)(host);
+      addresses = await Promise.race([(options.lookup ?? systemLookup)(host), stalled]);
     } catch {
       return { ok: false, reason: `host ${host} does not resolve` };
+    } finally {
+      clearTimeout(timer);
     }
   }
   const internal = addresses.find(isInternalAddress);

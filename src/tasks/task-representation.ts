@@ -1,4 +1,4 @@
-import { halResource, link, type HalResource, type Links } from '../http/hal';
+import { halResource, link, type EmbedResolver, type HalResource, type Links } from '../http/hal';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
 
 const MESSAGES: Record<TaskSnapshot['status'], string> = {
@@ -9,8 +9,10 @@ const MESSAGES: Record<TaskSnapshot['status'], string> = {
   cancelled: 'The task was cancelled.',
 };
 
-/** The task-tracking resource: where the task's events are, and its state. */
-export function taskRepresentation(t: TaskSnapshot, cancelRequested = false): HalResource {
+/** The task-tracking resource: where the task's events are, and its state; its subscription embeds on request. */
+export function taskRepresentation(t: TaskSnapshot, cancelRequested = false, subscriptionOf?: (id: string) => HalResource | undefined): HalResource {
+  const embeddable: Record<string, EmbedResolver> = {};
+  if (t.subscription && subscriptionOf) embeddable.subscription = () => subscriptionOf(t.subscription as string);
   const links: Links = { self: link(`/tasks/${t.taskId}`), collection: link('/tasks') };
   if (t.subscription) links.subscription = link(`/subscriptions/${t.subscription}`);
   const pendingCancel = cancelRequested && !isFinal(t.status);
@@ -33,5 +35,5 @@ export function taskRepresentation(t: TaskSnapshot, cancelRequested = false): Ha
     ...(t.startedAt ? { startedAt: t.startedAt } : {}),
     ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
     updatedAt: t.updatedAt,
-  }, links);
+  }, links, embeddable);
 }

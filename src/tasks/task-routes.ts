@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { tenantOf } from '../http/auth';
-import { halResource, link } from '../http/hal';
+import { halResource, link, type HalResource } from '../http/hal';
 import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
 import { problem, ProblemError, type ProblemDetail } from '../http/problem';
 import { compile, requireObjectBody, validationErrors } from '../http/validation';
@@ -20,6 +20,8 @@ export interface TaskRouteDeps {
   registry: TaskRegistry;
   store: TaskStore;
   subscriber?: TaskSubscriber;
+  /** the representation of a task's subscription, for `?embedded=subscription` */
+  subscriptionOf?: (id: string) => HalResource | undefined;
 }
 
 const validateSubmission = compile({
@@ -46,6 +48,7 @@ type TaskParams = { Params: { taskId: string } };
 
 export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Promise<void> {
   const { store, registry } = deps;
+  const represent = (t: TaskSnapshot) => taskRepresentation(t, store.cancelRequested(t.taskId), deps.subscriptionOf);
 
   /** A tenant never sees another tenant's tasks: they are simply not found. */
   function ownTask(tenant: string, taskId: string): TaskSnapshot {
@@ -69,7 +72,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     const task = await store.submit({
       tenant, type: body.type as string, input: body.input, subscription: subscription?.id, alongside: subscription?.records,
     });
-    return reply.code(202).header('location', `/tasks/${task.taskId}`).send(taskRepresentation(task));
+    return reply.code(202).header('location', `/tasks/${task.taskId}`).send(represent(task));
   });
 
   app.get<{ Querystring: ListQuery }>('/tasks', {
@@ -87,14 +90,13 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     return halResource(
       { count: page.length, total: all.length },
       { ...pageLinks('/tasks', offset, limit, all.length, filter), item: page.map((t) => link(`/tasks/${t.taskId}`)) },
-      { tasks: () => page.map((t) => taskRepresentation(t, store.cancelRequested(t.taskId))) },
+      { tasks: () => page.map(represent) },
       ['tasks'],
     );
   });
 
   app.get<TaskParams>('/tasks/:taskId', async (request) => {
-    const task = ownTask(tenantOf(request), request.params.taskId);
-    return taskRepresentation(task, store.cancelRequested(task.taskId));
+    return represent(ownTask(tenantOf(request), request.params.taskId));
   });
 
   // Spec: a status update is a PATCH. Cancelling is asynchronous: 202, then task.cancelled.

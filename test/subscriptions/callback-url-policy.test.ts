@@ -35,6 +35,11 @@ describe('callback URL policy', () => {
     expect(await checkCallbackUrl('http://localhost/hook', { allowPrivate: false })).toMatchObject({ ok: false, reason: expect.stringMatching(/internal address/) });
   });
 
+  test('a name whose lookup never answers is refused instead of holding the request', async () => {
+    const never = () => new Promise<string[]>(() => undefined);
+    expect(await checkCallbackUrl('https://stalls.example.com/x', { allowPrivate: false, lookup: never })).toMatchObject({ ok: false, reason: expect.stringMatching(/does not resolve/) });
+  });
+
   test('CALLBACK_ALLOW_PRIVATE lets loopback and private targets through', async () => {
     for (const url of ['http://127.0.0.1:9/x', 'http://[::1]:9/x', 'http://10.0.0.1/x']) expect((await checkCallbackUrl(url, { allowPrivate: true })).ok).toBe(true);
   });

@@ -107,6 +107,9 @@ describe('callbacks', () => {
     await until(async () => ((await http(base, subHref)).body.status === 'cancelled' ? true : undefined));
     expect((await http(base, subHref)).body).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once', counts: { delivered: 1 } });
     expect(cb.headers['webhook-id']).toMatch(/^msg_/);
+    const embedded = await http(base, `/tasks/${task.body.taskId}?embedded=subscription&fields=_embedded`);
+    expect(embedded.body._embedded.subscription).toMatchObject({ UUID: subHref.split('/').pop(), status: 'cancelled', _links: { self: { href: subHref } } });
+    expect(embedded.body._embedded.subscription.secret).toBeUndefined();
   });
 
   test('a test verifies the signature with the standardwebhooks library', async () => {
