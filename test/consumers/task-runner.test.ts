@@ -1,3 +1,4 @@
+import { Kafka, logLevel } from 'kafkajs';
 import type { RunningService } from '../../src/service';
 import { startChildService, type ChildService } from '../support/child-service';
 import { readTaskEvents } from '../support/event-reader';
@@ -25,7 +26,16 @@ describe('task runner processes', () => {
     const prefix = uniquePrefix('runners');
     api = await startTestService(prefix, { role: 'api' });
     children.push(await startChildService('runner', prefix), await startChildService('runner', prefix));
-    const submitted = await Promise.all(Array.from({ length: 12 }, () => http(api.url, '/tasks', { body: { type: 'countdown', input: { steps: 2, stepMs: 50 } } })));
+    // Both members must have joined before any work arrives, or the first would take it all.
+    const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await until(async () => {
+      const { groups: [group] } = await admin.describeGroups([`${prefix}task-runner`]);
+      return group.state === 'Stable' && group.members.length === 2 ? true : undefined;
+    }, 60000, 200);
+    await admin.disconnect();
+    // 30 random keys over 3 partitions split 2:1: all on one member has odds of about (2/3)^30.
+    const submitted = await Promise.all(Array.from({ length: 30 }, () => http(api.url, '/tasks', { body: { type: 'countdown', input: { steps: 2, stepMs: 50 } } })));
     const runners = new Set<string>();
     for (const { body } of submitted) {
       expect((await finished(body.taskId)).status).toBe('succeeded');

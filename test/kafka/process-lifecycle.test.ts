@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
@@ -107,6 +107,18 @@ describe('process lifecycle', () => {
       expect(await child.kill('SIGTERM')).toBe(0);
     }
   }, 120000);
+
+  withJava('with Java but no Maven and no cached jars, the message names Maven and KAFKA_BROKERS', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-nomvn-'));
+    const bin = mkdtempSync(join(tmpdir(), 'hookstream-bin-'));
+    const java = spawnSync('bash', ['-c', 'command -v java'], { encoding: 'utf8' }).stdout.trim();
+    symlinkSync(realpathSync(java), join(bin, 'java'));
+    const app = run([join(DIST, 'main.js')], { PATH: bin, HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0' });
+    expect(await app.exited).toBe(1);
+    expect(app.output()).toMatch(/no `mvn` is on PATH[\s\S]*Maven[\s\S]*KAFKA_BROKERS/);
+    rmSync(cacheDir, { recursive: true, force: true });
+    rmSync(bin, { recursive: true, force: true });
+  });
 
   test('without Java the embedded default fails with one clear message naming what to install or set', async () => {
     const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-nojava-'));
