@@ -1,7 +1,8 @@
 import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher, StateView } from '../../src/kafka/types';
 import type { Logger } from '../../src/logger';
 import { problem } from '../../src/http/problem';
-import { taskEventRecords, type TaskTopics } from '../../src/tasks/task-events';
+import { acceptTask } from '../../src/tasks/task-acceptance';
+import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
 import { parseTaskRequest, TASK_ID_PATTERN } from '../../src/tasks/task-request';
 import { cancelKey, isFinal, isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
@@ -47,19 +48,9 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     if (value !== undefined && key.startsWith('cancel/')) running.get(key.slice('cancel/'.length))?.abort(new Cancelled());
   });
 
-  /** Writes the first event and snapshot of a task that came straight from Kafka, not through the api. */
-  async function accept(taskId: string, tenant: string, type: string, input: unknown): Promise<TaskSnapshot> {
-    const now = new Date().toISOString();
-    const draft: TaskSnapshot = { taskId, tenant, type, status: 'accepted', topic: deps.topics.taskEvents, partition: -1, offset: -1, attempt: 0, createdAt: now, updatedAt: now };
-    let snapshot = draft;
-    const [event] = taskEventRecords(deps.topics, 'task.accepted', draft, { input });
-    const positions = await deps.publisher.publishStaged([event], ([first]) => {
-      snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
-      return [{ topic: deps.topics.tasks, key: taskId, value: JSON.stringify(snapshot) }];
-    });
-    await deps.view.waitFor(positions, deps.kafkaTimeoutMs);
-    return snapshot;
-  }
+  /** A task that came straight from Kafka, not through the api, gets its first event and snapshot here. */
+  const accept = (taskId: string, tenant: string, type: string, input: unknown) =>
+    acceptTask({ ...deps, timeoutMs: deps.kafkaTimeoutMs }, { taskId, tenant, type, input });
 
   /** The snapshot committed with an api request reaches this view shortly; wait for it rather than accept twice. */
   async function snapshotOf(taskId: string, expected: boolean, handBack: AbortSignal): Promise<TaskSnapshot | undefined> {

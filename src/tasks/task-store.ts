@@ -1,6 +1,7 @@
 import { v4 as uuidv4 } from 'uuid';
-import type { OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
-import { taskEventRecords, type TaskTopics } from './task-events';
+import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import { acceptTask } from './task-acceptance';
+import type { TaskTopics } from './task-events';
 import type { TaskRequest } from './task-request';
 import { cancelKey, isSnapshot, type CancelRequest, type TaskRecord, type TaskSnapshot, type TaskStatus } from './task-snapshot';
 
@@ -44,31 +45,18 @@ export class TaskStore {
   }
 
   /**
-   * One transaction: task.accepted first, whose offset then goes into the
-   * snapshot, written with the task request. The runner can never see a
-   * request without its snapshot, and the caller gets the first event's
-   * position. Returns once this process's view has the snapshot.
+   * The task request is written in the acceptance transaction, so the runner
+   * can never see a request without its snapshot; the caller gets the
+   * position of the task's first event.
    */
   async submit(s: Submission): Promise<TaskSnapshot> {
-    const { topics } = this.deps;
     const taskId = uuidv4();
-    const now = new Date().toISOString();
-    const draft: TaskSnapshot = {
-      taskId, tenant: s.tenant, type: s.type, status: 'accepted', topic: topics.taskEvents, partition: -1, offset: -1,
-      attempt: 0, createdAt: now, updatedAt: now, ...(s.subscription ? { subscription: s.subscription } : {}),
-    };
-    let snapshot = draft;
-    const [acceptedEvent] = taskEventRecords(topics, 'task.accepted', draft, { input: s.input });
-    const request: TaskRequest = { type: s.type, input: s.input, tenant: s.tenant, submittedAt: now, accepted: true };
-    const positions = await this.deps.publisher.publishStaged([acceptedEvent], ([first]: RecordPosition[]) => {
-      snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
-      return [
-        { topic: topics.tasks, key: taskId, value: JSON.stringify(snapshot) },
-        { topic: topics.taskRequests, key: taskId, value: JSON.stringify(request) },
-        ...(s.alongside?.(taskId) ?? []),
-      ];
-    });
-    await this.deps.view.waitFor(positions, this.deps.timeoutMs);
+    const request: TaskRequest = { type: s.type, input: s.input, tenant: s.tenant, submittedAt: new Date().toISOString(), accepted: true };
+    const snapshot = await acceptTask(
+      this.deps,
+      { taskId, tenant: s.tenant, type: s.type, input: s.input, subscription: s.subscription },
+      [{ topic: this.deps.topics.taskRequests, key: taskId, value: JSON.stringify(request) }, ...(s.alongside?.(taskId) ?? [])],
+    );
     return this.get(taskId) ?? snapshot;
   }
 

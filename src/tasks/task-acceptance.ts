@@ -1,0 +1,36 @@
+import type { OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
+import { taskEventRecords, type TaskTopics } from './task-events';
+import type { TaskRecord, TaskSnapshot } from './task-snapshot';
+
+export interface NewTask {
+  taskId: string;
+  tenant: string;
+  type: string;
+  input: unknown;
+  subscription?: string;
+}
+
+/**
+ * Accepts a task in one transaction, in two stages: task.accepted first, then
+ * the snapshot holding that event's position (known before the commit) with
+ * any records that must land with it. Returns once the view has the snapshot.
+ */
+export async function acceptTask(
+  deps: { publisher: Publisher; view: StateView<TaskRecord>; topics: TaskTopics; timeoutMs: number },
+  task: NewTask,
+  alongside: OutgoingRecord[] = [],
+): Promise<TaskSnapshot> {
+  const now = new Date().toISOString();
+  const draft: TaskSnapshot = {
+    taskId: task.taskId, tenant: task.tenant, type: task.type, status: 'accepted', topic: deps.topics.taskEvents, partition: -1, offset: -1,
+    attempt: 0, createdAt: now, updatedAt: now, ...(task.subscription ? { subscription: task.subscription } : {}),
+  };
+  let snapshot = draft;
+  const [event] = taskEventRecords(deps.topics, 'task.accepted', draft, { input: task.input });
+  const positions = await deps.publisher.publishStaged([event], ([first]: RecordPosition[]) => {
+    snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
+    return [{ topic: deps.topics.tasks, key: task.taskId, value: JSON.stringify(snapshot) }, ...alongside];
+  });
+  await deps.view.waitFor(positions, deps.timeoutMs);
+  return snapshot;
+}
