@@ -1,4 +1,5 @@
 import type { Agent } from 'undici';
+import { pause } from '../../src/tasks/abortable-sleep';
 import type { Publisher, StateView } from '../../src/kafka/types';
 import type { Logger } from '../../src/logger';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
@@ -51,7 +52,7 @@ export class DeliveryLane {
       let { attempt, dueAt } = parked;
       try {
         for (;;) {
-          await sleepUntil(dueAt, this.stopping);
+          await pause(dueAt - Date.now(), this.stopping);
           if (this.stopping.aborted) throw new Error('stopping');
           const result = await this.attempt(parked.message, attempt);
           if (result?.outcome !== 'failed') return;
@@ -121,11 +122,3 @@ export class DeliveryLane {
 
 export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
 
-function sleepUntil(at: number, signal: AbortSignal): Promise<void> {
-  const ms = at - Date.now();
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-  });
-}

@@ -1,6 +1,7 @@
 import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher, StateView } from '../../src/kafka/types';
 import type { Logger } from '../../src/logger';
 import { problem } from '../../src/http/problem';
+import { pause } from '../../src/tasks/abortable-sleep';
 import { acceptTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
@@ -26,11 +27,6 @@ export interface TaskRunnerDeps {
   /** pause before a run interrupted by a Kafka failure is tried again */
   retryDelayMs?: number;
 }
-
-const wait = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(resolve, ms);
-  signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-});
 
 /**
  * The task runner: a consumer group on the task requests topic. Each request
@@ -58,7 +54,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     for (;;) {
       const seen = deps.view.get(taskId);
       if (isSnapshot(seen) || Date.now() >= deadline || handBack.aborted) return isSnapshot(seen) ? seen : undefined;
-      await wait(20, handBack);
+      await pause(20, handBack);
     }
   }
 
@@ -72,7 +68,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
         return;
       } catch (err) {
         logger.warn({ taskId: journal.current.taskId, err: (err as Error).message }, 'could not publish the final event; retrying');
-        await wait(retryDelayMs, handBack);
+        await pause(retryDelayMs, handBack);
       }
     }
   }
@@ -127,7 +123,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
         if (handBack.aborted) return;
         logger.warn({ taskId, err: (err as Error).message }, 'task run interrupted by a Kafka failure; running it again');
       }
-      await wait(retryDelayMs, handBack);
+      await pause(retryDelayMs, handBack);
       if (handBack.aborted) return;
     }
   }

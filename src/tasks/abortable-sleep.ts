@@ -13,3 +13,8 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** Resolves after ms, or at once when the signal aborts; never rejects. For waits that stop on shutdown. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return sleep(Math.max(0, ms), signal).catch(() => undefined);
+}
