@@ -6,7 +6,6 @@ import { startTaskRunner } from '../consumers/task-runner/task-runner';
 import { buildApp, type AppDeps } from './app';
 import type { Config, Role } from './config';
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
-import type { StateView } from './kafka/types';
 import type { Logger } from './logger';
 import { exampleDomain } from './resources/example-domain';
 import type { ResourceDeclaration } from './resources/resource-declaration';
@@ -45,48 +44,30 @@ export interface ServiceOptions {
 
 const runs = (role: Role, part: Exclude<Role, 'all'>) => role === 'all' || role === part;
 
-/** The views one process reads, each created once however many roles need it. */
-class Views {
-  readonly all: StateView<unknown>[] = [];
-  private readonly byTopic = new Map<string, Promise<StateView<unknown>>>();
-
-  constructor(private readonly kafka: KafkaGateway) {}
-
-  get<T>(topic: string, decode: (v: string) => T): Promise<StateView<T>> {
-    let view = this.byTopic.get(topic);
-    if (!view) {
-      view = this.kafka.createView(topic, decode).then((v) => { this.all.push(v as StateView<unknown>); return v as StateView<unknown>; });
-      this.byTopic.set(topic, view);
-    }
-    return view as Promise<StateView<T>>;
-  }
-}
-
 interface Parts {
   config: Config;
   logger: Logger;
   kafka: KafkaGateway;
-  views: Views;
   resourceRegistry: ResourceRegistry;
   taskRegistry: TaskRegistry;
 }
 
-async function resourceStore({ kafka, views, config }: Parts): Promise<ResourceStore> {
+async function resourceStore({ kafka, config }: Parts): Promise<ResourceStore> {
   return new ResourceStore({
-    view: await views.get<StoredResource>(kafka.topics.resources, decodeStoredResource), publisher: kafka.publisher,
+    view: await kafka.view<StoredResource>(kafka.topics.resources, decodeStoredResource), publisher: kafka.publisher,
     resourcesTopic: kafka.topics.resources, domainEventsTopic: kafka.topics.domainEvents, timeoutMs: config.kafkaTimeoutMs,
   });
 }
 
 async function apiRoutes(p: Parts): Promise<Pick<AppDeps, 'resources' | 'routes'>> {
-  const { kafka, views, config, logger } = p;
+  const { kafka, config, logger } = p;
   const store = await resourceStore(p);
   const seeded = await seedResources(p.resourceRegistry, store);
   if (seeded > 0) logger.info({ seeded }, 'seeded the example domain');
-  const tasks = new TaskStore({ view: await views.get<TaskRecord>(kafka.topics.tasks, decodeTaskRecord), publisher: kafka.publisher, topics: kafka.topics, timeoutMs: config.kafkaTimeoutMs });
+  const tasks = new TaskStore({ view: await kafka.view<TaskRecord>(kafka.topics.tasks, decodeTaskRecord), publisher: kafka.publisher, topics: kafka.topics, timeoutMs: config.kafkaTimeoutMs });
   const subscriptions = new SubscriptionStore({
-    view: await views.get<Subscription>(kafka.topics.subscriptions, decodeSubscription),
-    history: new DeliveryHistory(await views.get(kafka.topics.deliveries, decodeDeliveryAttempt)),
+    view: await kafka.view<Subscription>(kafka.topics.subscriptions, decodeSubscription),
+    history: new DeliveryHistory(await kafka.view(kafka.topics.deliveries, decodeDeliveryAttempt)),
     publisher: kafka.publisher, topic: kafka.topics.subscriptions, timeoutMs: config.kafkaTimeoutMs,
   });
   const eventKinds = [...TASK_EVENT_KINDS, ...p.resourceRegistry.all().flatMap(({ decl }) => ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`))];
@@ -107,21 +88,21 @@ async function apiRoutes(p: Parts): Promise<Pick<AppDeps, 'resources' | 'routes'
 }
 
 async function runner(p: Parts): Promise<void> {
-  const { kafka, views, config, logger } = p;
+  const { kafka, config, logger } = p;
   const store = await resourceStore(p);
   await startTaskRunner({
-    runGroupConsumer: (o) => kafka.runGroupConsumer(o), publisher: kafka.publisher, view: await views.get<TaskRecord>(kafka.topics.tasks, decodeTaskRecord),
+    runGroupConsumer: (o) => kafka.runGroupConsumer(o), publisher: kafka.publisher, view: await kafka.view<TaskRecord>(kafka.topics.tasks, decodeTaskRecord),
     topics: kafka.topics, registry: p.taskRegistry, resources: { list: (c) => store.list(c) }, logger,
     groupId: `${config.topicPrefix}task-runner`, runnerId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     concurrency: config.taskConcurrency, taskTimeoutMs: config.taskTimeoutMs, kafkaTimeoutMs: config.kafkaTimeoutMs,
   });
 }
 
-async function bridge({ kafka, views, config, logger }: Parts): Promise<void> {
+async function bridge({ kafka, config, logger }: Parts): Promise<void> {
   await startCallbackBridge({
     runGroupConsumer: (o) => kafka.runGroupConsumer(o), publisher: kafka.publisher, logger, topics: kafka.topics,
-    subscriptions: await views.get<Subscription>(kafka.topics.subscriptions, decodeSubscription),
-    tasks: await views.get<TaskRecord>(kafka.topics.tasks, decodeTaskRecord),
+    subscriptions: await kafka.view<Subscription>(kafka.topics.subscriptions, decodeSubscription),
+    tasks: await kafka.view<TaskRecord>(kafka.topics.tasks, decodeTaskRecord),
     groupId: `${config.topicPrefix}callback-bridge`, allowPrivate: config.callbacks.allowPrivate, concurrency: config.callbacks.concurrency,
     callbacks: config.callbacks, kafkaTimeoutMs: config.kafkaTimeoutMs,
   });
@@ -138,9 +119,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     brokers: options.brokers, topicPrefix: config.topicPrefix, partitions: config.topicPartitions,
     timeoutMs: config.kafkaTimeoutMs, processName: role, logger,
   });
-  const views = new Views(kafka);
   const parts: Parts = {
-    config, logger, kafka, views,
+    config, logger, kafka,
     resourceRegistry: new ResourceRegistry(options.resources ?? exampleDomain),
     taskRegistry: new TaskRegistry(options.taskTypes ?? exampleTaskTypes),
   };
@@ -152,7 +132,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     // Every role serves /health on PORT (the container healthcheck); only the api role serves the API.
     app = await buildApp({
       logger, apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes, ...api,
-      readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => views.all.every((v) => v.caughtUp) },
+      readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => kafka.viewsCaughtUp() },
     });
     const url = await app.listen({ port: config.port, host: config.host });
     const started = app;

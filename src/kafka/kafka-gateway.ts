@@ -28,7 +28,10 @@ export interface KafkaGateway {
   readonly brokers: string[];
   /** transactions committed by this process's publisher, and what they carried */
   publisherStats(): { transactions: number; records: number; calls: number };
-  createView<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>>;
+  /** The process's one view of a compacted topic, started on first use and shared after. */
+  view<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>>;
+  /** every view started so far has caught up (readiness) */
+  viewsCaughtUp(): boolean;
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   close(): Promise<void>;
 }
@@ -50,7 +53,17 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     timeoutMs: options.timeoutMs,
     maxBatchRecords: 500,
   });
-  const views: KafkaStateView<unknown>[] = [];
+  const views = new Map<string, Promise<KafkaStateView<unknown>>>();
+  const started: KafkaStateView<unknown>[] = [];
+
+  async function startView<T>(topic: string, decode: (value: string) => T): Promise<KafkaStateView<T>> {
+    const view = new KafkaStateView<T>(kafka, topic, decode, logger);
+    started.push(view as KafkaStateView<unknown>);
+    const count = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length;
+    // Views can take a while to read a large topic: allow far more than one request's timeout.
+    await view.start(publisher, Array.from({ length: count }, (_, i) => i), Math.max(60000, options.timeoutMs));
+    return view;
+  }
   const consumers: ConsumerHandle[] = [];
 
   return {
@@ -59,14 +72,12 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     health,
     brokers: options.brokers,
     publisherStats: () => ({ ...publisher.stats }),
-    async createView<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>> {
-      const view = new KafkaStateView<T>(kafka, topic, decode, logger);
-      views.push(view as KafkaStateView<unknown>);
-      const count = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length;
-      // Views can take a while to read a large topic: allow far more than one request's timeout.
-      await view.start(publisher, Array.from({ length: count }, (_, i) => i), Math.max(60000, options.timeoutMs));
-      return view;
+    view<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>> {
+      let view = views.get(topic);
+      if (!view) views.set(topic, (view = startView(topic, decode) as Promise<KafkaStateView<unknown>>));
+      return view as Promise<StateView<T>>;
     },
+    viewsCaughtUp: () => started.every((v) => v.caughtUp),
     async runGroupConsumer(consumerOptions) {
       const handle = await runGroupConsumer(kafka, consumerOptions, logger);
       consumers.push(handle);
@@ -74,7 +85,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     },
     async close() {
       await Promise.all(consumers.map((c) => c.stop()));
-      await Promise.all(views.map((v) => v.stop()));
+      await Promise.all(started.map((v) => v.stop()));
       await publisher.close();
       await admin.disconnect().catch(() => undefined);
       health.stop();

@@ -52,7 +52,7 @@ describe('the Kafka module on the real broker', () => {
   });
 
   test('a state view reads its own writes and applies tombstones', async () => {
-    const view = await kafka.createView(kafka.topics.resources, (v) => JSON.parse(v) as { n: number });
+    const view = await kafka.view(kafka.topics.resources, (v) => JSON.parse(v) as { n: number });
     expect(view.caughtUp).toBe(true);
     const written = await kafka.publisher.publish([{ topic: kafka.topics.resources, key: 'a', value: '{"n":1}' }]);
     await view.waitFor(written, 10000);
@@ -63,7 +63,7 @@ describe('the Kafka module on the real broker', () => {
 
   test('a second view started later replays the compacted topic to the same state', async () => {
     await kafka.publisher.publish([{ topic: kafka.topics.subscriptions, key: 's1', value: '{"n":7}' }]);
-    const view = await kafka.createView(kafka.topics.subscriptions, (v) => JSON.parse(v) as { n: number });
+    const view = await kafka.view(kafka.topics.subscriptions, (v) => JSON.parse(v) as { n: number });
     expect(view.get('s1')).toEqual({ n: 7 });
   });
 });
