@@ -21,11 +21,6 @@ export function validationErrors(validate: Validator, value: unknown, prefix = '
   return fieldErrors((validate.errors ?? []) as ErrorObject[], prefix);
 }
 
-export function assertValid(validate: Validator, value: unknown): void {
-  const errors = validationErrors(validate, value);
-  if (errors.length > 0) throw new ProblemError('validation-failed', 'The request has invalid values; see errors.', { errors });
-}
-
 export function requireObjectBody(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ProblemError('validation-failed', 'The body must be a JSON object.', {
