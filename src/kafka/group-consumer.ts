@@ -1,5 +1,6 @@
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Consumer, EachMessagePayload, Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
+import { recoverFromFatalCrash } from './crash-recovery';
 import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord } from './types';
 
 /** The reason given to a handler's signal when its work is handed back rather than cancelled. */
@@ -26,13 +27,7 @@ interface PartitionWork {
  * waiting for a free slot heartbeats itself.
  */
 export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptions, logger: Logger): Promise<ConsumerHandle> {
-  const consumer: Consumer = kafka.consumer({
-    groupId: options.groupId,
-    readUncommitted: false,
-    sessionTimeout: options.sessionTimeoutMs ?? 10000,
-    heartbeatInterval: 1000,
-    maxWaitTimeInMs: 1000,
-  });
+  let consumer: Consumer;
   const work = new Map<string, PartitionWork>();
   const slots = { free: options.maxInFlight, waiters: [] as (() => void)[] };
   const running = new Set<Promise<void>>();
@@ -69,7 +64,43 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     }
   }
 
-  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+  function handBackAll(why: 'shutdown' | 'revoked'): void {
+    for (const w of work.values()) for (const ac of w.pending.values()) ac.abort(new HandBack(why));
+  }
+
+  /** Replaces a member kafkajs gave up on: its work is handed back, as on a revocation, and a fresh member joins. */
+  function restart(crashed: Consumer): void {
+    if (stopping || consumer !== crashed) return;
+    handBackAll('revoked');
+    work.clear();
+    start().catch((err: Error) => {
+      logger.warn({ groupId: options.groupId, err: err.message }, 'consumer did not restart; trying again');
+      setTimeout(() => restart(consumer), 1000).unref();
+    });
+  }
+
+  async function start(): Promise<void> {
+    const member = kafka.consumer({
+      groupId: options.groupId,
+      readUncommitted: false,
+      sessionTimeout: options.sessionTimeoutMs ?? 10000,
+      heartbeatInterval: 1000,
+      maxWaitTimeInMs: 1000,
+    });
+    consumer = member;
+    member.on(member.events.GROUP_JOIN, onJoin);
+    recoverFromFatalCrash(member, logger, options.groupId, () => restart(member));
+    try {
+      await member.connect();
+      for (const topic of options.topics) await member.subscribe({ topic, fromBeginning: true });
+      await member.run({ autoCommit: false, eachMessage });
+    } catch (err) {
+      await member.disconnect().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  function onJoin({ payload }: { payload: { memberAssignment: Record<string, number[]> } }): void {
     const assigned = new Set<string>();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const p of partitions) assigned.add(tp(topic, p));
@@ -81,47 +112,43 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
       const [topic, partition] = key.split('\u0000');
       options.onRevoked?.(topic, Number(partition));
     }
-  });
+  }
 
-  await consumer.connect();
-  for (const topic of options.topics) await consumer.subscribe({ topic, fromBeginning: true });
-  await consumer.run({
-    autoCommit: false,
-    eachMessage: async ({ topic, partition, message, heartbeat }) => {
-      if (stopping) return;
-      await acquire(heartbeat);
-      const key = tp(topic, partition);
-      const offset = BigInt(message.offset);
-      const w = work.get(key) ?? { pending: new Map(), next: offset, committed: -1n };
-      work.set(key, w);
-      const ac = new AbortController();
-      w.pending.set(offset, ac);
-      if (offset + 1n > w.next) w.next = offset + 1n;
-      const record: IncomingRecord = {
-        topic, partition, offset: message.offset,
-        key: message.key?.toString() ?? null,
-        value: message.value?.toString() ?? null,
-        headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)])),
-        timestamp: message.timestamp,
-      };
-      const job: Promise<void> = options.handle(record, ac.signal)
-        .catch((err: Error) => logger.error({ topic, partition, offset: message.offset, err: err.message }, 'record handler failed'))
-        .finally(() => {
-          release();
-          // A handed-back record stays uncommitted, so the next owner handles it.
-          if (ac.signal.aborted && ac.signal.reason instanceof HandBack) return;
-          w.pending.delete(offset);
-          void commit(topic, partition);
-        })
-        .finally(() => running.delete(job));
-      running.add(job);
-    },
-  });
+  async function eachMessage({ topic, partition, message, heartbeat }: EachMessagePayload): Promise<void> {
+    if (stopping) return;
+    await acquire(heartbeat);
+    const key = tp(topic, partition);
+    const offset = BigInt(message.offset);
+    const w = work.get(key) ?? { pending: new Map(), next: offset, committed: -1n };
+    work.set(key, w);
+    const ac = new AbortController();
+    w.pending.set(offset, ac);
+    if (offset + 1n > w.next) w.next = offset + 1n;
+    const record: IncomingRecord = {
+      topic, partition, offset: message.offset,
+      key: message.key?.toString() ?? null,
+      value: message.value?.toString() ?? null,
+      headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)])),
+      timestamp: message.timestamp,
+    };
+    const job: Promise<void> = options.handle(record, ac.signal)
+      .catch((err: Error) => logger.error({ topic, partition, offset: message.offset, err: err.message }, 'record handler failed'))
+      .finally(() => {
+        release();
+        // A handed-back record stays uncommitted, so the next owner handles it.
+        if (ac.signal.aborted && ac.signal.reason instanceof HandBack) return;
+        w.pending.delete(offset);
+        void commit(topic, partition);
+      })
+      .finally(() => running.delete(job));
+    running.add(job);
+  }
 
+  await start();
   return {
     async stop() {
       stopping = true;
-      for (const w of work.values()) for (const ac of w.pending.values()) ac.abort(new HandBack('shutdown'));
+      handBackAll('shutdown');
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.allSettled([...running]), new Promise((r) => { timer = setTimeout(r, 10000); })]);
       clearTimeout(timer);

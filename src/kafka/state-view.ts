@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
+import { recoverFromFatalCrash } from './crash-recovery';
 import { KafkaUnavailableError, type Publisher, type RecordPosition, type StateView } from './types';
 
 /** Keys that start with NUL are the view's own sync markers, never state. */
@@ -30,6 +31,7 @@ export class KafkaStateView<T> implements StateView<T> {
   private readonly syncKey = `${SYNC_KEY_PREFIX}:${randomUUID()}`;
   private consumer: Consumer | undefined;
   private synced = false;
+  private stopped = false;
   private publisher: Publisher | undefined;
   private partitions: number[] = [];
   /** when the last completed sync barrier was written: everything committed before it is applied */
@@ -64,9 +66,40 @@ export class KafkaStateView<T> implements StateView<T> {
   }
 
   async start(publisher: Publisher, partitions: number[], timeoutMs: number): Promise<void> {
+    await this.consume();
+    this.publisher = publisher;
+    this.partitions = partitions;
+    await this.sync(timeoutMs);
+    this.synced = true;
+  }
+
+  /**
+   * A fresh consumer (own group, from the start of the topic). Re-reading is
+   * harmless: applying a record twice gives the same state, and positions only move forward.
+   */
+  private async consume(): Promise<void> {
     // A short long-poll keeps shutdown quick: disconnect waits for the fetch in flight.
     const consumer = this.kafka.consumer({ groupId: `${this.topic}.view.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000, maxWaitTimeInMs: 1000 });
     this.consumer = consumer;
+    recoverFromFatalCrash(consumer, this.logger, `view of ${this.topic}`, () => this.restart(consumer));
+    try {
+      await this.run(consumer);
+    } catch (err) {
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Replaces a consumer kafkajs gave up on; tries again every second until it runs or the view stops. */
+  private restart(crashed: Consumer): void {
+    if (this.stopped || this.consumer !== crashed) return;
+    this.consume().catch((err: Error) => {
+      this.logger.warn({ topic: this.topic, err: err.message }, 'view consumer did not restart; trying again');
+      setTimeout(() => this.restart(this.consumer as Consumer), 1000).unref();
+    });
+  }
+
+  private async run(consumer: Consumer): Promise<void> {
     await consumer.connect();
     await consumer.subscribe({ topic: this.topic, fromBeginning: true });
     await consumer.run({
@@ -76,10 +109,6 @@ export class KafkaStateView<T> implements StateView<T> {
         this.settleWaiters();
       },
     });
-    this.publisher = publisher;
-    this.partitions = partitions;
-    await this.sync(timeoutMs);
-    this.synced = true;
   }
 
   async syncedSince(time: number, timeoutMs: number): Promise<void> {
@@ -112,6 +141,7 @@ export class KafkaStateView<T> implements StateView<T> {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const w of this.waiters) { clearTimeout(w.timer); w.reject(new KafkaUnavailableError('view stopped')); }
     this.waiters.clear();
     await this.consumer?.disconnect().catch(() => undefined);

@@ -27,7 +27,7 @@ maybe('Kafka down under a running api', () => {
   beforeAll(async () => {
     broker = await startLocalBroker({ cacheDir, persistent: true, dataDir });
     const config = testConfig(uniquePrefix('outage'), { KAFKA_BROKERS: broker.bootstrap, KAFKA_TIMEOUT_MS: '3000' });
-    api = await startService({ config, brokers: [broker.bootstrap], logger: createLogger('silent'), role: 'all' });
+    api = await startService({ config, brokers: [broker.bootstrap], logger: createLogger(config.logLevel), role: 'all' });
   }, 120000);
 
   afterAll(async () => {
