@@ -122,7 +122,8 @@ export class TransactionalPublisher implements Publisher {
       this.stats.records += first.flat().length + second.flat().length;
       return first.map((positions, i) => [...positions, ...second[i]]);
     } catch (err) {
-      await tx.abort().catch(() => this.reset());
+      await tx.abort().catch(() => undefined);
+      this.reset();
       throw err;
     }
   }
@@ -150,14 +151,21 @@ export class TransactionalPublisher implements Publisher {
       transactionalId: this.options.transactionalId,
       idempotent: true,
       maxInFlightRequests: 1,
-      transactionTimeout: 60000,
+      // A writer that dies mid-transaction holds every read_committed reader of those partitions
+      // (all the views) until the coordinator aborts it after this long. Ours last milliseconds and a
+      // caller gives up after timeoutMs, so keep it short instead of kafkajs's 60 s.
+      transactionTimeout: Math.max(10000, 2 * this.options.timeoutMs),
     });
     await producer.connect();
     this.producer = producer;
     return producer;
   }
 
-  /** A producer whose abort failed is replaced; the next one fences it by transactional id. */
+  /**
+   * After any failed transaction the producer is replaced, whatever its abort
+   * did: kafkajs's transaction state can be left unusable, and a fresh
+   * producer with the same transactional id fences the old one.
+   */
   private reset(): void {
     const old = this.producer;
     this.producer = undefined;
