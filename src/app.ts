@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
-import type { ApiKeys } from './config';
+import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
 import { healthRoutes, type Readiness } from './health/health-routes';
 import { authPlugin } from './http/auth';
 import { contentNegotiationPlugin } from './http/content-negotiation';
@@ -18,26 +20,68 @@ export interface AppDeps {
   apiKeys: ApiKeys;
   bodyLimitBytes: number;
   readiness: Readiness;
+  /** bounds on slow and idle clients; DEFAULT_HTTP_LIMITS when not given */
+  http?: HttpLimits;
   /** the api role's resources; other roles serve health only */
   resources?: ResourceRouteDeps;
   /** further route plugins (tasks, subscriptions), each with the conventions applied */
   routes?: { plugin: (app: FastifyInstance) => Promise<void>; collections: string[] }[];
 }
 
+/**
+ * A request Node cut (too slow) or could not parse never reaches Fastify's hooks: it is answered with
+ * a Problem written straight to the socket, unless part of a response already went out on it.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: Logger): void {
+  logger.debug({ err }, 'client error');
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const body = JSON.stringify(timedOut
+    ? problem('request-timeout', 'The request did not arrive in time; the connection is closed.', { instance: '/' })
+    : problem('bad-request', `The HTTP request could not be parsed (${err.code ?? 'malformed'}).`, { instance: '/' }));
+  const status = timedOut ? '408 Request Timeout' : '400 Bad Request';
+  const head = `HTTP/1.1 ${status}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}`
+    + '\r\nConnection: close';
+  // Destroyed once written: a slow client must not keep the socket by sending more.
+  socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
+}
+
+/** Logs dropped connections at most once per interval: a flood must not become a flood of log lines. */
+function dropReporter(logger: Logger, maxConnections: number): () => void {
+  let dropped = 0;
+  return () => {
+    dropped += 1;
+    if (dropped > 1) return;
+    setTimeout(() => {
+      logger.warn({ dropped, maxConnections }, 'connections dropped: HTTP_MAX_CONNECTIONS reached');
+      dropped = 0;
+    }, 10000).unref();
+  };
+}
+
 /** The Fastify instance with every convention applied to every route. It never listens. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const limits = deps.http ?? DEFAULT_HTTP_LIMITS;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: () => randomUUID(),
     bodyLimit: deps.bodyLimitBytes,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    // A request Node cannot even parse never reaches Fastify's hooks: answer it with a Problem on the socket.
-    clientErrorHandler: (err, socket) => {
-      if (!socket.writable) return;
-      const body = JSON.stringify(problem('bad-request', `The HTTP request could not be parsed (${(err as NodeJS.ErrnoException).code ?? 'malformed'}).`, { instance: '/' }));
-      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionTimeout: limits.idleTimeoutMs,
+    http: {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      // Node checks both timeouts only this often (30 s by default), which would stretch a 10 s bound to 40 s.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
     },
+    clientErrorHandler: (err, socket) => answerClientError(err as NodeJS.ErrnoException, socket, deps.logger),
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
     frameworkErrors: (error, request, reply) => {
       (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).send(problem('bad-request', error.message, {
@@ -45,6 +89,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       }));
     },
   });
+  app.server.maxConnections = limits.maxConnections;
+  app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   await app.register(problemPlugin);
   await app.register(methodsPlugin);
   await app.register(contentNegotiationPlugin);

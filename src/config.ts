@@ -28,6 +28,46 @@ export interface CallbackConfig {
   concurrency: number;
 }
 
+/** Bounds on what one HTTP client can hold: slow headers and bodies, idle sockets, connections. */
+export interface HttpLimits {
+  /** the whole request, headers and body, must arrive within this (408 after) */
+  requestTimeoutMs: number;
+  /** the headers must arrive within this (408 after); at most requestTimeoutMs */
+  headersTimeoutMs: number;
+  /** an idle keep-alive connection is closed after this */
+  keepAliveTimeoutMs: number;
+  /** a connection silent both ways this long is closed: receiving, plus the longest a handler waits for Kafka */
+  idleTimeoutMs: number;
+  /** further connections are dropped at once */
+  maxConnections: number;
+}
+
+/** Slack on top of receiving and KAFKA_TIMEOUT_MS before a silent connection is closed. */
+const IDLE_SLACK_MS = 5000;
+
+/** The defaults, also for an app built without limits (tests); idle assumes the default KAFKA_TIMEOUT_MS. */
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 72000, maxConnections: 10000,
+  idleTimeoutMs: 30000 + 5000 + IDLE_SLACK_MS,
+};
+
+function parseHttpLimits(r: Reader, kafkaTimeoutMs: number): HttpLimits {
+  const d = DEFAULT_HTTP_LIMITS;
+  const requestTimeoutMs = r.int('HTTP_REQUEST_TIMEOUT_MS', d.requestTimeoutMs, 100, 3600000);
+  const headersTimeoutMs = r.int('HTTP_HEADERS_TIMEOUT_MS', d.headersTimeoutMs, 100, 3600000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    r.problems.push(`HTTP_HEADERS_TIMEOUT_MS=${headersTimeoutMs} must not exceed `
+      + `HTTP_REQUEST_TIMEOUT_MS=${requestTimeoutMs}`);
+  }
+  return {
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: r.int('HTTP_KEEP_ALIVE_TIMEOUT_MS', d.keepAliveTimeoutMs, 100, 3600000),
+    idleTimeoutMs: requestTimeoutMs + kafkaTimeoutMs + IDLE_SLACK_MS,
+    maxConnections: r.int('HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1000000),
+  };
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -42,12 +82,21 @@ export interface Config {
   cacheDir: string;
   /** bound on any request that needs Kafka before it answers 503 */
   kafkaTimeoutMs: number;
+  /** how long start-up waits for Kafka to be usable; the embedded broker's JVM start gets as long again */
+  kafkaStartupTimeoutMs: number;
   bodyLimitBytes: number;
   /** tasks one runner process runs at once */
   taskConcurrency: number;
   /** a run taking longer fails with task-timed-out, unless its type sets its own limit */
   taskTimeoutMs: number;
   callbacks: CallbackConfig;
+  http: HttpLimits;
+  /** finished tasks are forgotten (tombstoned) this long after they finished */
+  taskRetentionMs: number;
+  /** base of absolute links in callback bodies; undefined → the api's own listen address */
+  publicUrl: string | undefined;
+  /** a task's event stream (SSE) sends a comment at least this often while waiting */
+  eventsHeartbeatMs: number;
 }
 
 export class ConfigError extends Error {
@@ -138,9 +187,23 @@ function parseApiKeys(r: Reader): ApiKeys {
   return { byKey, generated: false };
 }
 
+function parsePublicUrl(r: Reader): string | undefined {
+  const v = r.raw('PUBLIC_URL');
+  if (v === undefined) return undefined;
+  let url: URL | undefined;
+  try { url = new URL(v); } catch { url = undefined; }
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
+    r.problems.push(`PUBLIC_URL=${JSON.stringify(v)} must be an absolute http(s) URL `
+      + 'without query, fragment or credentials');
+    return undefined;
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
 /** Reads and validates the configuration; throws ConfigError listing every bad setting at once. */
 export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
   const r = new Reader(env);
+  const kafkaTimeoutMs = r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000);
   const config: Config = {
     port: r.int('PORT', 3000, 0, 65535),
     host: r.string('HOST', '0.0.0.0'),
@@ -151,7 +214,8 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     role: r.oneOf<Role>('ROLE', 'all', ROLES, roleOverride),
     logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
     cacheDir: r.string('HOOKSTREAM_CACHE_DIR', join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hookstream')),
-    kafkaTimeoutMs: r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000),
+    kafkaTimeoutMs,
+    kafkaStartupTimeoutMs: r.int('KAFKA_STARTUP_TIMEOUT_MS', 120000, 1000, 86400000),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 1048576, 1024, 104857600),
     taskConcurrency: r.int('TASK_CONCURRENCY', 16, 1, 10000),
     taskTimeoutMs: r.int('TASK_TIMEOUT_MS', 3600000, 100, 7 * 24 * 3600000),
@@ -161,8 +225,12 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
       maxAttempts: r.int('CALLBACK_MAX_ATTEMPTS', 8, 1, 100),
       backoffBaseMs: r.int('CALLBACK_BACKOFF_BASE_MS', 1000, 1, 3600000),
       backoffMaxMs: r.int('CALLBACK_BACKOFF_MAX_MS', 300000, 1, 86400000),
-      concurrency: r.int('CALLBACK_CONCURRENCY', 32, 1, 10000),
+      concurrency: r.int('CALLBACK_CONCURRENCY', 10000, 1, 1000000),
     },
+    http: parseHttpLimits(r, kafkaTimeoutMs),
+    taskRetentionMs: r.int('TASK_RETENTION_MS', 7 * 24 * 3600000, 1000, 3650 * 24 * 3600000),
+    publicUrl: parsePublicUrl(r),
+    eventsHeartbeatMs: r.int('EVENTS_HEARTBEAT_MS', 15000, 100, 15000),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
@@ -173,5 +241,7 @@ export const CONFIG_VARIABLES = [
   'PORT', 'HOST', 'KAFKA_BROKERS', 'TOPIC_PREFIX', 'TOPIC_PARTITIONS', 'API_KEYS', 'ROLE', 'LOG_LEVEL',
   'HOOKSTREAM_CACHE_DIR', 'XDG_CACHE_HOME', 'KAFKA_TIMEOUT_MS', 'BODY_LIMIT_BYTES', 'TASK_CONCURRENCY', 'TASK_TIMEOUT_MS',
   'CALLBACK_ALLOW_PRIVATE', 'CALLBACK_TIMEOUT_MS', 'CALLBACK_MAX_ATTEMPTS', 'CALLBACK_BACKOFF_BASE_MS',
-  'CALLBACK_BACKOFF_MAX_MS', 'CALLBACK_CONCURRENCY',
+  'CALLBACK_BACKOFF_MAX_MS', 'CALLBACK_CONCURRENCY', 'HTTP_REQUEST_TIMEOUT_MS', 'HTTP_HEADERS_TIMEOUT_MS',
+  'HTTP_KEEP_ALIVE_TIMEOUT_MS', 'HTTP_MAX_CONNECTIONS', 'KAFKA_STARTUP_TIMEOUT_MS',
+  'TASK_RETENTION_MS', 'PUBLIC_URL', 'EVENTS_HEARTBEAT_MS',
 ] as const;

@@ -5,6 +5,8 @@ import { KAFKA_VERSION } from './kafka/kafka-version';
 import { createLogger } from './logger';
 import { startService, type RunningService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
+import { brokersUnreachable } from './startup/broker-reachable';
+import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from './startup/wait-for-kafka';
 
 function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
   const lines = [`hookstream is running (role: ${config.role})`];
@@ -26,23 +28,26 @@ async function createTopics(config: Config, brokers: string[]): Promise<void> {
   process.stdout.write(`topics under ${JSON.stringify(config.topicPrefix)} exist on ${brokers.join(',')}\n`);
 }
 
+/** Lines for the person who started the process, whatever LOG_LEVEL says. */
+function say(line: string): void {
+  process.stderr.write(`hookstream: ${line}\n`);
+}
+
 /** `node dist/src/main.js [all|api|runner|bridge|topics]`; ROLE sets the role too. */
 async function main(): Promise<void> {
   const command = process.argv[2];
   const config = loadConfig(undefined, command === 'topics' ? undefined : command);
   const logger = createLogger(config.logLevel);
-  if (command === 'topics') {
-    if (!config.kafkaBrokers) throw new ConfigError(['the topics command needs KAFKA_BROKERS']);
-    await createTopics(config, config.kafkaBrokers);
-    process.exit(0);
-  }
+  if (command === 'topics' && !config.kafkaBrokers) throw new ConfigError(['the topics command needs KAFKA_BROKERS']);
   let broker: LocalBroker | undefined;
   let service: RunningService | undefined;
   // Installed before anything starts: a signal during startup must still stop what has started.
+  const startup = new AbortController();
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    startup.abort();
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 30000);
     force.unref();
@@ -53,23 +58,45 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
+  // The limit bounds the embedded broker's JVM start and, separately, connecting: a first start's
+  // jar download comes before both and is not counted.
+  const patiently = <T>(brokers: string[], attempt: () => Promise<T>, discard?: (value: T) => Promise<void>) =>
+    waitForKafka(attempt, {
+      brokers, timeoutMs: config.kafkaStartupTimeoutMs, signal: startup.signal, logger, discard, progress: say,
+      precheck: () => brokersUnreachable(brokers),
+    });
+
+  if (command === 'topics') {
+    const brokers = config.kafkaBrokers as string[];
+    await patiently(brokers, () => createTopics(config, brokers));
+    process.exit(0);
+  }
   if (!config.kafkaBrokers) {
     logger.info({ cacheDir: config.cacheDir }, `no KAFKA_BROKERS set: starting an embedded Apache Kafka ${KAFKA_VERSION}`);
-    broker = await startLocalBroker({ cacheDir: config.cacheDir, persistent: true, preferredPort: 9092 });
+    broker = await startLocalBroker({
+      cacheDir: config.cacheDir, persistent: true, preferredPort: 9092, startTimeoutMs: config.kafkaStartupTimeoutMs,
+      onWaiting: (ms, log) => {
+        say(`waiting for the embedded Kafka to start (${Math.round(ms / 1000)} s so far; log: ${log})`);
+      },
+    });
     logger.info({ bootstrap: broker.bootstrap, log: broker.logFile }, 'embedded Kafka started');
   }
   const brokers = config.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
   try {
-    service = await startService({ config, brokers, logger });
+    service = await patiently(brokers, () => startService({ config, brokers, logger }), (late) => late.stop());
   } catch (err) {
-    await broker?.stop();
+    if (!stopping) await broker?.stop();
     throw err;
   }
   if (!stopping) process.stdout.write(`\n${banner(config, service.url, brokers, broker !== undefined)}\n\n`);
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof LocalBrokerUnavailableError) {
+  // shutdown() exits (0) once it has stopped what had started.
+  if (err instanceof StartupAbortedError) return;
+  const explained = [ConfigError, LocalBrokerUnavailableError, KafkaStartupTimeoutError]
+    .some((type) => err instanceof type);
+  if (explained && err instanceof Error) {
     process.stderr.write(`hookstream: ${err.message}\n`);
   } else {
     process.stderr.write(`hookstream: failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);

@@ -1,4 +1,6 @@
-import { ConfigError, loadConfig } from '../src/config';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../src/config';
 
 describe('configuration', () => {
   test('defaults apply when nothing is set, with a generated dev key', () => {
@@ -34,5 +36,16 @@ describe('configuration', () => {
 
   test('KAFKA_BROKERS accepts a list of host:port', () => {
     expect(loadConfig({ KAFKA_BROKERS: 'kafka:9092, 10.0.0.1:19092' }).kafkaBrokers).toEqual(['kafka:9092', '10.0.0.1:19092']);
+  });
+
+  test('KAFKA_STARTUP_TIMEOUT_MS: 120 s by default, an integer from 1000, read and documented', () => {
+    expect(loadConfig({}).kafkaStartupTimeoutMs).toBe(120000);
+    expect(loadConfig({ KAFKA_STARTUP_TIMEOUT_MS: '3000' }).kafkaStartupTimeoutMs).toBe(3000);
+    for (const bad of ['999', '2.5', 'soon', '-1']) {
+      expect(() => loadConfig({ KAFKA_STARTUP_TIMEOUT_MS: bad })).toThrow(/KAFKA_STARTUP_TIMEOUT_MS/);
+    }
+    expect(CONFIG_VARIABLES).toContain('KAFKA_STARTUP_TIMEOUT_MS');
+    const readme = readFileSync(join(__dirname, '../README.md'), 'utf8');
+    expect(readme).toMatch(/^\| `KAFKA_STARTUP_TIMEOUT_MS` \|.*\| `120000` \|$/m);
   });
 });

@@ -5,8 +5,8 @@ import { CONFIG_VARIABLES, ROLES } from '../src/config';
 import { APACHE_KAFKA_IMAGE } from '../src/kafka/kafka-version';
 
 /*
- * There is no Docker engine where these tests run, so `docker compose up` is
- * not exercised; this checks what can be checked without one.
+ * What can be checked without a container engine, in every `npm test`. The stack itself runs
+ * in `npm run test:containers` (test/containers/compose-stack.container-test.ts).
  */
 const root = join(__dirname, '..');
 const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
@@ -48,8 +48,34 @@ describe('docker-compose.yml', () => {
   });
 
   test('the api publishes its PORT, and the kafka advertised listener names the compose service', () => {
-    expect(services.api.ports).toEqual([`${(services.api.environment as Record<string, string>).PORT}:3000`]);
+    const port = (services.api.environment as Record<string, string>).PORT;
+    expect(services.api.ports).toEqual([`\${HOOKSTREAM_BIND:-127.0.0.1}:\${HOOKSTREAM_API_PORT:-3000}:${port}`]);
     expect(String((services.kafka.environment as Record<string, unknown>).KAFKA_ADVERTISED_LISTENERS)).toContain('PLAINTEXT://kafka:9092');
+  });
+
+  test('published ports listen on 127.0.0.1 unless HOOKSTREAM_BIND says otherwise', () => {
+    const published = Object.values(services).flatMap((s) => (s.ports as string[] | undefined) ?? []);
+    expect(published.length).toBeGreaterThan(0);
+    for (const p of published) expect(p).toMatch(/^\$\{HOOKSTREAM_BIND:-127\.0\.0\.1\}:/);
+  });
+
+  test('Kafka advertises to your own clients the host port it publishes', () => {
+    const env = services.kafka.environment as Record<string, string>;
+    const published = (services.kafka.ports as string[])[0];
+    const [, hostPort, containerPort] = /^\$\{[^}]*\}:(\$\{[^}]*\}|\d+):(\d+)$/.exec(published) ?? [];
+    expect(hostPort).toBe('${HOOKSTREAM_KAFKA_PORT:-29092}');
+    expect(env.KAFKA_ADVERTISED_LISTENERS).toContain(`EXTERNAL://localhost:${hostPort}`);
+    expect(env.KAFKA_LISTENERS).toContain(`EXTERNAL://:${containerPort}`);
+  });
+
+  test('Kafka writes its log where its volume is mounted, so down then up keeps the data', () => {
+    const logDirs = (services.kafka.environment as Record<string, string>).KAFKA_LOG_DIRS;
+    expect(services.kafka.volumes).toEqual([`kafka-data:${logDirs}`]);
+    expect(compose.volumes).toHaveProperty('kafka-data');
+  });
+
+  test('no top-level name: Compose v1 (Debian\'s docker-compose) refuses the file with one', () => {
+    expect(compose.name).toBeUndefined();
   });
 
   test('the Dockerfile is multi-stage, non-root, production-only, and runs files the build emits', () => {

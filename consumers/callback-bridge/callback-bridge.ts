@@ -1,18 +1,21 @@
 import { createHash } from 'node:crypto';
-import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher, StateView } from '../../src/kafka/types';
+import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher } from '../../src/kafka/types';
+import { pause } from '../../src/lib/abortable-sleep';
+import { retryDelayMs } from '../../src/lib/backoff';
 import { wants, type EventForMatching, type Subscription } from '../../src/subscriptions/subscription';
-import { isSnapshot, type TaskRecord } from '../../src/tasks/task-snapshot';
-import { DeliveryLane, type CallbackParts, type LaneDeps, type ParkedCallback } from './delivery-lanes';
+import { DeliveryLane, type CallbackParts, type LaneDeps } from './delivery-lanes';
 import { createCallbackAgent } from './send-callback';
 
 export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent'> {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   publisher: Publisher;
-  tasks: StateView<TaskRecord>;
   topics: LaneDeps['topics'] & { taskEvents: string; domainEvents: string };
   groupId: string;
   allowPrivate: boolean;
+  /** events held at once, delivering or waiting in their lanes */
   concurrency: number;
+  /** base of the absolute links in callback bodies (PUBLIC_URL); relative links without it */
+  publicUrl?: () => string;
 }
 
 /** The same event to the same subscription always has the same webhook-id, across retries and redeliveries. */
@@ -37,91 +40,103 @@ function parse(record: IncomingRecord, taskEventsTopic: string): ParsedEvent | u
   if (!kind || !value) return undefined;
   const id = record.headers.ce_id ?? `${record.topic}/${record.partition}/${record.offset}`;
   const time = Number(record.timestamp);
-  if (record.topic === taskEventsTopic) return { kind, id, time, taskId: record.key ?? undefined, data: value.data };
+  if (record.topic === taskEventsTopic) {
+    // A task event without a tenant (written by hand) matches no tenant's subscription.
+    const tenant = record.headers.ce_tenant ?? '\u0000unknown';
+    return { kind, id, time, taskId: record.key ?? undefined, tenant, data: value.data };
+  }
   return { kind, id, time, data: value.data, resource: typeof value.resource === 'string' ? value.resource : undefined };
+}
+
+/** A receiver follows the links, so they are absolute: the api's public base URL and the API path. */
+function body(sub: Subscription, e: ParsedEvent, base: string): string {
+  const links: Record<string, { href: string }> = { self: { href: `${base}/subscriptions/${sub.id}` } };
+  if (e.taskId) links.task = { href: `${base}/tasks/${e.taskId}` };
+  if (e.resource) links.resource = { href: `${base}${e.resource}` };
+  return JSON.stringify({ _links: links, UUID: sub.id, event: e.kind, ...(e.taskId ? { taskId: e.taskId } : {}), data: e.data });
 }
 
 /**
  * The callback bridge: a consumer group on the event topics that turns each
- * event into callbacks for the subscriptions that want it, and a second group
- * on the retry topic for callbacks that failed. An event's offset is committed
- * once each of its callbacks is delivered, refused, or parked for retry.
+ * event into callbacks for the subscriptions that want it. An event's offset
+ * is committed only once each of its callbacks is delivered, refused, gone or
+ * dead-lettered (see DeliveryLane); a failed Kafka step is retried in place,
+ * never skipped.
  */
 export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<ConsumerHandle> {
   const logger = deps.logger.child({ component: 'callback-bridge' });
   const agent = createCallbackAgent(deps.allowPrivate);
-  const stopping = new AbortController();
   const lanes = new Map<string, DeliveryLane>();
-  const lane = (id: string) => {
-    let l = lanes.get(id);
-    if (!l) lanes.set(id, (l = new DeliveryLane(id, { ...deps, agent, logger }, stopping.signal)));
+  const laneDeps: LaneDeps = { ...deps, agent, logger };
+  /**
+   * One lane per subscription in this process: its callbacks go one at a time,
+   * in the order they were admitted. Admission is in offset order per
+   * partition, and all of a task's events are in one partition.
+   */
+  const lane = (subscriptionId: string) => {
+    let l = lanes.get(subscriptionId);
+    if (!l) {
+      const created = new DeliveryLane(subscriptionId, laneDeps, () => { if (created.idle) lanes.delete(subscriptionId); });
+      lanes.set(subscriptionId, (l = created));
+    }
     return l;
   };
 
-  function body(sub: Subscription, e: ParsedEvent): string {
-    const links: Record<string, { href: string }> = { self: { href: `/subscriptions/${sub.id}` } };
-    if (e.taskId) links.task = { href: `/tasks/${e.taskId}` };
-    if (e.resource) links.resource = { href: e.resource };
-    return JSON.stringify({ _links: links, UUID: sub.id, event: e.kind, ...(e.taskId ? { taskId: e.taskId } : {}), data: e.data });
+  /** Matches an event, syncing the subscriptions view first; retried in place so later events of the partition wait. */
+  async function matching(e: ParsedEvent, receivedAt: number, signal: AbortSignal): Promise<Subscription[] | undefined> {
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      try {
+        // Everything committed before the event is applied: a subscription made just before it (or with it, in the
+        // same transaction as a task's first event) is matched.
+        // +1: a sync begun in the same millisecond may have read the end offsets before the commit.
+        await deps.subscriptions.syncedSince(receivedAt + 1, deps.kafkaTimeoutMs);
+        return [...deps.subscriptions.values()].filter((s) => wants(s, e));
+      } catch (err) {
+        const retryInMs = retryDelayMs(failures, 100, 5000);
+        logger.warn({ err, retryInMs }, 'could not sync the subscriptions view; trying again');
+        await pause(retryInMs, signal);
+      }
+    }
+    return undefined;
   }
 
   /**
-   * Events of one partition enter their subscriptions' lanes in offset order,
-   * which is what keeps one subscription's callbacks in order; only the
-   * deliveries themselves run concurrently.
+   * Events of one partition enter their lanes in offset order, which is what
+   * keeps one subscription's callbacks in order; only the deliveries of
+   * different lanes run side by side.
    */
   const admissions = new Map<string, Promise<unknown>>();
-  async function onEvent(record: IncomingRecord): Promise<void> {
+  function onEvent(record: IncomingRecord, signal: AbortSignal): Promise<void> {
     const key = `${record.topic}\u0000${record.partition}`;
-    const admitted = (admissions.get(key) ?? Promise.resolve()).then(() => admit(record));
-    admissions.set(key, admitted.catch(() => undefined));
-    await Promise.all(await admitted);
+    const admitted = (admissions.get(key) ?? Promise.resolve()).then(() => admit(record, signal));
+    const tail = admitted.catch(() => undefined);
+    admissions.set(key, tail);
+    void tail.then(() => { if (admissions.get(key) === tail) admissions.delete(key); });
+    return admitted.then((deliveries) => Promise.all(deliveries)).then(() => undefined);
   }
 
-  async function admit(record: IncomingRecord): Promise<Promise<void>[]> {
+  async function admit(record: IncomingRecord, signal: AbortSignal): Promise<Promise<void>[]> {
     const e = parse(record, deps.topics.taskEvents);
     if (!e) {
-      logger.warn({ topic: record.topic, offset: record.offset }, 'skipping an event that is not JSON with a type');
+      logger.warn({ topic: record.topic, partition: record.partition, offset: record.offset }, 'an event that is not JSON with a type matches nothing');
       return [];
     }
-    // Everything written before the event is applied: a subscription made just before it is matched.
-    await deps.subscriptions.syncedSince(e.time, deps.kafkaTimeoutMs);
-    if (e.taskId) {
-      await deps.tasks.syncedSince(e.time, deps.kafkaTimeoutMs);
-      const task = deps.tasks.get(e.taskId);
-      e.tenant = isSnapshot(task) ? task.tenant : '\u0000unknown';
-    }
-    const matching = [...deps.subscriptions.values()].filter((s) => wants(s, e));
-    return matching.map((sub) => {
-      const parts: CallbackParts = { subscriptionId: sub.id, webhookId: webhookId(sub.id, e.id), event: e.kind, ...(e.taskId ? { taskId: e.taskId } : {}), body: body(sub, e) };
-      return lane(sub.id).fresh(parts);
+    const subscriptions = (await matching(e, record.receivedAt ?? Date.now(), signal)) ?? [];
+    const base = deps.publicUrl?.() ?? '';
+    return subscriptions.map((sub) => {
+      const parts: CallbackParts = {
+        subscriptionId: sub.id, webhookId: webhookId(sub.id, e.id), event: e.kind, ...(e.taskId ? { taskId: e.taskId } : {}), body: body(sub, e, base),
+      };
+      return lane(sub.id).enqueue(parts, signal);
     });
   }
 
-  async function onRetry(record: IncomingRecord): Promise<void> {
-    let parked: ParkedCallback;
-    try {
-      parked = JSON.parse(record.value ?? 'null') as ParkedCallback;
-      if (!parked?.message?.subscriptionId) throw new Error('no message');
-    } catch {
-      logger.warn({ offset: record.offset }, 'skipping an unreadable parked callback');
-      return;
-    }
-    await lane(parked.message.subscriptionId).retry(parked);
-  }
-
   const events = await deps.runGroupConsumer({
-    groupId: deps.groupId, topics: [deps.topics.taskEvents, deps.topics.domainEvents], maxInFlight: deps.concurrency, handle: (r) => onEvent(r),
+    groupId: deps.groupId, topics: [deps.topics.taskEvents, deps.topics.domainEvents], maxInFlight: deps.concurrency, handle: onEvent,
   });
-  // Parked callbacks mostly wait for their due time; many can wait at once without holding anything else up.
-  const retries = await deps.runGroupConsumer({
-    groupId: `${deps.groupId}.retries`, topics: [deps.topics.callbackRetries], maxInFlight: 10000, handle: (r) => onRetry(r),
-  });
-
   return {
     async stop() {
-      stopping.abort();
-      await Promise.all([events.stop(), retries.stop()]);
+      await events.stop();
       await agent.close().catch(() => undefined);
     },
   };

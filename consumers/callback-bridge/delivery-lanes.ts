@@ -1,106 +1,122 @@
 import type { Agent } from 'undici';
-import { pause } from '../../src/tasks/abortable-sleep';
-import type { Publisher, StateView } from '../../src/kafka/types';
+import type { OutgoingRecord, Publisher, StateView } from '../../src/kafka/types';
+import { pause } from '../../src/lib/abortable-sleep';
+import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import type { CancelReason, Subscription } from '../../src/subscriptions/subscription';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 
-/** A callback waiting in the retry topic: the message, its next attempt number, and when it is due. */
-export interface ParkedCallback {
-  message: Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
-  attempt: number;
-  dueAt: number;
-}
+export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
 
 export interface LaneDeps {
   publisher: Publisher;
   subscriptions: StateView<Subscription>;
   agent: Agent;
   logger: Logger;
-  topics: { subscriptions: string; deliveries: string; callbackRetries: string; callbackDeadLetters: string };
+  topics: { subscriptions: string; deliveries: string; callbackDeadLetters: string };
   callbacks: { timeoutMs: number; maxAttempts: number; backoffBaseMs: number; backoffMaxMs: number };
   kafkaTimeoutMs: number;
 }
 
+/** Why a lane stopped working on a callback before it was done: its event goes back to the consumer group. */
+export class LaneStopped extends Error {
+  constructor() {
+    super('delivery stopped: the event is handed back');
+    this.name = 'LaneStopped';
+  }
+}
+
+interface Job {
+  message: CallbackParts;
+  /** aborts when the event is handed back (partition revoked, shutdown) */
+  signal: AbortSignal;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
 /**
- * One subscription's callbacks, one at a time and in order, so a slow or dead
- * endpoint only ever holds up itself. A fresh event gets one attempt; if it
- * fails, it is parked in the retry topic (its event's offset can then be
- * committed) and retried from there with backoff. While anything of the
- * subscription is parked, fresh events are parked behind it, keeping order.
+ * One subscription's callbacks, delivered one at a time and in the order
+ * they were enqueued. A failing head is retried in place, with backoff and
+ * Retry-After, until it is delivered, refused, gone or dead-lettered; only then
+ * does the next one go. So a failure blocks its own lane and nothing else, and
+ * order holds across retries. The lane's events stay uncommitted meanwhile,
+ * so after a crash they come back in order (at least once, same webhook-id).
  */
 export class DeliveryLane {
-  private tail: Promise<unknown> = Promise.resolve();
-  private parked = 0;
+  private readonly queue: Job[] = [];
+  private working = false;
 
-  constructor(private readonly subscriptionId: string, private readonly deps: LaneDeps, private readonly stopping: AbortSignal) {}
+  constructor(
+    private readonly subscriptionId: string,
+    private readonly deps: LaneDeps,
+    private readonly onIdle: () => void,
+  ) {}
 
-  /** Resolves once the event is delivered, refused, dropped (subscription ended) or parked. */
-  fresh(message: CallbackParts): Promise<void> {
-    if (this.parked > 0) return this.park({ message, attempt: 1, dueAt: Date.now() });
-    return this.serial(async () => {
-      if (this.parked > 0) return this.park({ message, attempt: 1, dueAt: Date.now() });
-      const result = await this.attempt(message, 1);
-      if (result?.outcome === 'failed') await this.park({ message, attempt: 2, dueAt: Date.now() + this.delay(1, result.retryAfterMs) });
+  /** Resolves once the callback is delivered, refused, gone, dead-lettered, or its subscription has ended. */
+  enqueue(message: CallbackParts, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ message, signal, resolve, reject });
+      if (!this.working) void this.work();
     });
   }
 
-  /** A parked callback from the retry topic: retried in place until delivered, ended, or dead-lettered. */
-  retry(parked: ParkedCallback): Promise<void> {
-    return this.serial(async () => {
-      let { attempt, dueAt } = parked;
+  private async work(): Promise<void> {
+    this.working = true;
+    for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+      // The attempt history is written behind the lane: the next callback need not wait for it, its event does.
+      const writes: Promise<void>[] = [];
       try {
-        for (;;) {
-          await pause(dueAt - Date.now(), this.stopping);
-          if (this.stopping.aborted) throw new Error('stopping');
-          const result = await this.attempt(parked.message, attempt);
-          if (result?.outcome !== 'failed') return;
-          if (attempt >= this.deps.callbacks.maxAttempts) {
-            await this.deadLetter(parked.message, attempt, result.error);
-            return;
-          }
-          dueAt = Date.now() + this.delay(attempt, result.retryAfterMs);
-          attempt += 1;
-        }
-      } finally {
-        if (!this.stopping.aborted) this.parked = Math.max(0, this.parked - 1);
+        await this.deliver(job.message, job.signal, writes);
+        const { resolve, reject } = job;
+        Promise.all(writes).then(() => resolve(), reject);
+      } catch (err) {
+        job.reject(err as Error);
       }
-    });
+    }
+    this.working = false;
+    this.onIdle();
   }
 
-  private serial(job: () => Promise<void>): Promise<void> {
-    const run = this.tail.then(job, job);
-    this.tail = run.catch(() => undefined);
-    return run;
-  }
-
-  private delay(attempt: number, retryAfter?: number): number {
-    return backoffMs(attempt, this.deps.callbacks.backoffBaseMs, this.deps.callbacks.backoffMaxMs, retryAfter);
-  }
-
-  private async park(parked: ParkedCallback): Promise<void> {
-    this.parked += 1;
-    await this.deps.publisher.publish([{ topic: this.deps.topics.callbackRetries, key: this.subscriptionId, value: JSON.stringify(parked) }]);
+  private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      const result = await this.attempt(message, attempt, signal, writes);
+      if (result?.outcome !== 'failed') return;
+      if (attempt >= this.deps.callbacks.maxAttempts) {
+        await this.deadLetter(message, attempt, result.error, signal);
+        return;
+      }
+      const delay = backoffMs(attempt, this.deps.callbacks.backoffBaseMs, this.deps.callbacks.backoffMaxMs, result.retryAfterMs);
+      await pause(delay, signal);
+    }
   }
 
   /** One attempt, unless the subscription has ended; every attempt goes to the delivery history. */
-  private async attempt(message: CallbackParts, attempt: number): Promise<CallbackResult | undefined> {
-    // Everything written to the subscriptions topic before now is applied: a cancellation answered 202 is seen.
-    await this.deps.subscriptions.syncedSince(Date.now(), this.deps.kafkaTimeoutMs);
+  private async attempt(
+    message: CallbackParts,
+    attempt: number,
+    signal: AbortSignal,
+    writes: Promise<void>[],
+  ): Promise<CallbackResult | undefined> {
+    // Everything committed to the subscriptions topic before now is applied: a cancellation answered 202 is seen.
+    await this.untilDone(signal, 'sync subscriptions', () => this.deps.subscriptions.syncedSince(Date.now(), this.deps.kafkaTimeoutMs));
     const sub = this.deps.subscriptions.get(this.subscriptionId);
     if (!sub || sub.status !== 'active') return undefined;
-    const result = await sendCallback({ ...message, callbackUrl: sub.callbackUrl, secret: sub.secret }, this.deps.agent, this.deps.callbacks.timeoutMs);
+    const { timeoutMs } = this.deps.callbacks;
+    const result = await sendCallback({ ...message, callbackUrl: sub.callbackUrl, secret: sub.secret }, this.deps.agent, timeoutMs);
     const record: DeliveryAttempt = {
       subscriptionId: sub.id, webhookId: message.webhookId, event: message.event, ...(message.taskId ? { taskId: message.taskId } : {}),
       attempt, at: new Date().toISOString(), outcome: result.outcome, latencyMs: result.latencyMs,
       ...(result.statusCode !== undefined ? { statusCode: result.statusCode } : {}),
       ...(result.outcome === 'failed' ? { error: result.error } : {}),
     };
-    await this.deps.publisher.publish([{ topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) }]);
+    const history = { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) };
+    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.publisher.publish([history]));
+    recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
+    writes.push(recorded);
     const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
     const reason = ends[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
-    if (reason) await this.end(sub, reason);
+    if (reason) await this.untilDone(signal, 'end the subscription', () => this.end(sub, reason));
     return result;
   }
 
@@ -110,15 +126,35 @@ export class DeliveryLane {
     await this.deps.subscriptions.waitFor(positions, this.deps.kafkaTimeoutMs);
   }
 
-  private async deadLetter(message: CallbackParts, attempts: number, lastError: string): Promise<void> {
+  private async deadLetter(message: CallbackParts, attempts: number, lastError: string, signal: AbortSignal): Promise<void> {
     const at = new Date().toISOString();
-    const record: DeliveryAttempt = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event, attempt: attempts + 1, at, outcome: 'dead-lettered', latencyMs: 0, error: lastError };
-    await this.deps.publisher.publish([
+    const record: DeliveryAttempt = {
+      subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event,
+      attempt: attempts + 1, at, outcome: 'dead-lettered', latencyMs: 0, error: lastError,
+    };
+    const records: OutgoingRecord[] = [
       { topic: this.deps.topics.callbackDeadLetters, key: this.subscriptionId, value: JSON.stringify({ ...message, attempts, lastError, at }) },
       { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) },
-    ]);
+    ];
+    await this.untilDone(signal, 'dead-letter the callback', () => this.deps.publisher.publish(records));
+  }
+
+  /** A Kafka step the lane cannot go on without: tried again with backoff until it works or the event is handed back. */
+  private async untilDone(signal: AbortSignal, what: string, step: () => Promise<unknown>): Promise<void> {
+    for (let failures = 1; ; failures += 1) {
+      if (signal.aborted) throw new LaneStopped();
+      try {
+        await step();
+        return;
+      } catch (err) {
+        const retryInMs = retryDelayMs(failures, 100, 5000);
+        this.deps.logger.warn({ subscriptionId: this.subscriptionId, err, retryInMs }, `could not ${what}; trying again`);
+        await pause(retryInMs, signal);
+      }
+    }
+  }
+
+  get idle(): boolean {
+    return !this.working && this.queue.length === 0;
   }
 }
-
-export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
-

@@ -1,5 +1,6 @@
-import { Agent, request } from 'undici';
-import { guardedLookup } from '../../src/subscriptions/callback-url-policy';
+import { isIP } from 'node:net';
+import { Agent, buildConnector, request } from 'undici';
+import { guardedLookup, isInternalAddress } from '../../src/subscriptions/callback-url-policy';
 import { webhookHeaders } from '../../src/subscriptions/webhook-signature';
 
 export interface CallbackMessage {
@@ -26,8 +27,22 @@ export function retryAfterMs(header: string | string[] | undefined, now = Date.n
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
+/**
+ * Every connection is checked where it is made: a host name by the guarded
+ * DNS lookup, a literal IP (which Node connects to without a lookup) here.
+ * So a URL stored before a policy change is judged by today's policy.
+ */
 export function createCallbackAgent(allowPrivate: boolean): Agent {
-  return new Agent({ connect: { lookup: guardedLookup(allowPrivate) as never }, keepAliveTimeout: 10000 });
+  const connector = buildConnector({ lookup: guardedLookup(allowPrivate) as never });
+  const connect: buildConnector.connector = (options, callback) => {
+    const host = options.hostname.replace(/^\[|\]$/g, '');
+    if (!allowPrivate && isIP(host) !== 0 && isInternalAddress(host)) {
+      callback(Object.assign(new Error(`callback address ${host} is not allowed`), { code: 'EADDRNOTALLOWED' }), null);
+      return;
+    }
+    connector(options, callback);
+  };
+  return new Agent({ connect, keepAliveTimeout: 10000 });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { problem, type ProblemDetail } from '../../src/http/problem';
-import type { OutgoingRecord, Publisher, StateView } from '../../src/kafka/types';
+import type { OutgoingRecord, PublishOptions, Publisher, StateView } from '../../src/kafka/types';
+import { writeThenRead } from '../../src/kafka/read-your-writes';
 import type { Logger } from '../../src/logger';
 import { taskEventRecords, type TaskEventKind, type TaskTopics } from '../../src/tasks/task-events';
 import { isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
@@ -48,10 +49,10 @@ export class TaskJournal {
   }
 
   /** Waits until the event and its snapshot are in Kafka and in this process's view. */
-  async write(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): Promise<void> {
+  async write(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown, options: PublishOptions = {}): Promise<void> {
     const records = this.next(kind, change, data);
-    const positions = await this.deps.publisher.publish(records);
-    await this.deps.view.waitFor(positions, this.deps.kafkaTimeoutMs);
+    const publish = (timeoutMs: number) => this.deps.publisher.publish(records, { ...options, timeoutMs });
+    await writeThenRead(this.deps.view, this.deps.kafkaTimeoutMs, publish);
   }
 
   enqueue(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): void {
@@ -100,7 +101,7 @@ export async function execute(type: TaskType, journal: TaskJournal, input: unkno
     }
     if (signal.aborted) return 'handed-back';
     if (err instanceof TaskProblem) return { kind: 'task.failed', data: { problem: problem('task-failed', err.message, err.problem) } };
-    deps.logger.warn({ taskId: t.taskId, type: t.type, err: (err as Error)?.message }, 'task handler threw');
+    deps.logger.warn({ taskId: t.taskId, type: t.type, err }, 'task handler threw');
     return { kind: 'task.failed', data: { problem: problem('task-failed', 'The task failed with an unexpected error.') } };
   }
 }

@@ -1,18 +1,23 @@
-import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher, StateView } from '../../src/kafka/types';
-import type { Logger } from '../../src/logger';
 import { problem } from '../../src/http/problem';
-import { pause } from '../../src/tasks/abortable-sleep';
+import type { ConsumerHandle, FencingPublisher, GroupConsumerOptions, IncomingRecord, StateView } from '../../src/kafka/types';
+import { pause } from '../../src/lib/abortable-sleep';
+import { retryDelayMs } from '../../src/lib/backoff';
+import type { Logger } from '../../src/logger';
 import { acceptTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
-import { parseTaskRequest, TASK_ID_PATTERN } from '../../src/tasks/task-request';
+import { parseTaskRequest, TASK_ID_PATTERN, type ParsedRequest } from '../../src/tasks/task-request';
 import { cancelKey, isFinal, isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import type { TaskContext } from '../../src/tasks/task-type';
-import { Cancelled, execute, supersededBy, TaskJournal, TimedOut, type ExecutionDeps } from './task-execution';
+import { PartitionWriters, type CheckedWriter } from './partition-writers';
+import { Cancelled, execute, supersededBy, TaskJournal, TimedOut, type ExecutionDeps, type Outcome } from './task-execution';
 
 export interface TaskRunnerDeps {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
-  publisher: Publisher;
+  /** a publisher under a fixed transactional id; creating it fences earlier writers with that id */
+  fencingPublisher(transactionalId: string): FencingPublisher;
+  /** `<prefix><partition>` names each input partition's transactional id */
+  transactionalIdPrefix: string;
   view: StateView<TaskRecord>;
   topics: TaskTopics & { taskRequests: string };
   registry: TaskRegistry;
@@ -24,29 +29,47 @@ export interface TaskRunnerDeps {
   concurrency: number;
   taskTimeoutMs: number;
   kafkaTimeoutMs: number;
-  /** pause before a run interrupted by a Kafka failure is tried again */
+  /** first pause before a run interrupted by a Kafka failure is tried again (it doubles, up to 10 s) */
   retryDelayMs?: number;
+}
+
+/** What one record's handling needs: where it came from and who may write for it. */
+interface Job {
+  taskId: string;
+  partition: number;
+  handBack: AbortSignal;
+  writer: CheckedWriter;
+  exec: ExecutionDeps;
 }
 
 /**
  * The task runner: a consumer group on the task requests topic. Each request
- * is run once to a final event; its offset is committed only after that, so a
- * runner that dies mid-task leaves the request to the group, and the task is
- * run again (attempt + 1) by whichever runner gets its partition.
+ * is run to exactly one final event; its offset is committed only after that,
+ * so a runner that dies mid-task leaves the request to the group, and the
+ * task is run again (attempt + 1) by whichever runner gets its partition.
+ *
+ * Exactly one final event: every write for a partition's tasks goes through
+ * that partition's fencing publisher (see PartitionWriters), and a final event
+ * is written only under the initialization after which the view was seen to
+ * hold no final event for the task. An uncertain write (a timeout, a broker
+ * fault) is never simply repeated: the publisher settles it for good, the
+ * view is synced, and the final is written only if it is still missing.
  */
 export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHandle> {
   const logger = deps.logger.child({ component: 'task-runner' });
   const running = new Map<string, AbortController>();
-  const exec: ExecutionDeps = { publisher: deps.publisher, view: deps.view, topics: deps.topics, resources: deps.resources, logger, kafkaTimeoutMs: deps.kafkaTimeoutMs };
-  const retryDelayMs = deps.retryDelayMs ?? 1000;
+  /** one handling per task at a time: a request produced twice must not run twice at once */
+  const perTask = new Map<string, Promise<void>>();
+  const writers = new PartitionWriters(deps.fencingPublisher, deps.transactionalIdPrefix, deps.view, deps.kafkaTimeoutMs);
+  const firstRetryMs = deps.retryDelayMs ?? 1000;
 
   deps.view.onChange((key, value) => {
     if (value !== undefined && key.startsWith('cancel/')) running.get(key.slice('cancel/'.length))?.abort(new Cancelled());
   });
 
-  /** A task that came straight from Kafka, not through the api, gets its first event and snapshot here. */
-  const accept = (taskId: string, tenant: string, type: string, input: unknown) =>
-    acceptTask({ ...deps, timeoutMs: deps.kafkaTimeoutMs }, { taskId, tenant, type, input });
+  const execDeps = (publisher: FencingPublisher): ExecutionDeps => ({
+    publisher, view: deps.view, topics: deps.topics, resources: deps.resources, logger, kafkaTimeoutMs: deps.kafkaTimeoutMs,
+  });
 
   /** The snapshot committed with an api request reaches this view shortly; wait for it rather than accept twice. */
   async function snapshotOf(taskId: string, expected: boolean, handBack: AbortSignal): Promise<TaskSnapshot | undefined> {
@@ -58,81 +81,122 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     }
   }
 
-  async function finish(journal: TaskJournal, outcome: Exclude<Awaited<ReturnType<typeof execute>>, 'handed-back'>, handBack: AbortSignal): Promise<void> {
+  async function finish(job: Job, journal: TaskJournal, outcome: Outcome): Promise<void> {
     const status = outcome.kind === 'task.succeeded' ? 'succeeded' : outcome.kind === 'task.failed' ? 'failed' : 'cancelled';
     const change: Partial<TaskSnapshot> = { status, finishedAt: new Date().toISOString(), ...outcome.data };
-    // The final event must land: retry until it does, unless the work is handed back meanwhile.
-    while (!handBack.aborted) {
+    let writer = job.writer;
+    for (let failures = 1; !job.handBack.aborted; failures += 1) {
       try {
-        await journal.write(outcome.kind, change, outcome.data);
+        await journal.write(outcome.kind, change, outcome.data, { generation: writer.generation });
         return;
       } catch (err) {
-        logger.warn({ taskId: journal.current.taskId, err: (err as Error).message }, 'could not publish the final event; retrying');
-        await pause(retryDelayMs, handBack);
+        logger.warn({ taskId: job.taskId, err }, 'the final event may not have landed; settling it before deciding');
+      }
+      try {
+        await pause(retryDelayMs(failures, firstRetryMs / 4, 10000), job.handBack);
+        writer = await writers.resolved(job.partition);
+        const seen = deps.view.get(job.taskId);
+        if (isSnapshot(seen) && isFinal(seen.status)) return;
+      } catch (err) {
+        logger.warn({ taskId: job.taskId, err }, 'Kafka is not answering; the final event is tried again');
       }
     }
   }
 
-  async function runOnce(snapshot: TaskSnapshot, input: unknown, handBack: AbortSignal): Promise<'done' | 'retry' | 'handed-back'> {
+  async function runOnce(job: Job, snapshot: TaskSnapshot, input: unknown): Promise<'done' | 'retry' | 'handed-back'> {
     const type = deps.registry.get(snapshot.type);
     if (!type) throw new Error(`unknown type ${snapshot.type}`);
     const attempt = snapshot.attempt + 1;
-    const journal = new TaskJournal(snapshot, exec);
-    await journal.write('task.started', { status: 'running', attempt, startedAt: new Date().toISOString() }, { attempt, runner: deps.runnerId });
+    const journal = new TaskJournal(snapshot, job.exec);
+    const started = { status: 'running' as const, attempt, startedAt: new Date().toISOString() };
+    await journal.write('task.started', started, { attempt, runner: deps.runnerId });
     const cancel = new AbortController();
     running.set(snapshot.taskId, cancel);
     if (deps.view.get(cancelKey(snapshot.taskId))) cancel.abort(new Cancelled());
     const timeoutMs = type.timeoutMs ?? deps.taskTimeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
     const timedOut = new AbortController();
-    timeout.addEventListener('abort', () => timedOut.abort(new TimedOut(timeoutMs)), { once: true });
-    const signal = AbortSignal.any([handBack, cancel.signal, timedOut.signal]);
+    AbortSignal.timeout(timeoutMs).addEventListener('abort', () => timedOut.abort(new TimedOut(timeoutMs)), { once: true });
+    const signal = AbortSignal.any([job.handBack, cancel.signal, timedOut.signal]);
     try {
-      const outcome = await execute(type, journal, input, signal, exec);
+      const outcome = await execute(type, journal, input, signal, job.exec);
       if (outcome === 'handed-back') return 'handed-back';
       if (!(await journal.flush())) return 'retry';
       if (supersededBy(deps.view, snapshot.taskId, attempt)) return 'done';
-      await finish(journal, outcome, handBack);
-      return handBack.aborted ? 'handed-back' : 'done';
+      await finish(job, journal, outcome);
+      return job.handBack.aborted ? 'handed-back' : 'done';
     } finally {
       running.delete(snapshot.taskId);
     }
   }
 
+  /** A request no run can use: it ends in task.failed with the reasons, never in silence. */
+  async function reject(job: Job, parsed: Extract<ParsedRequest, { ok: false }>, keyed: boolean): Promise<void> {
+    const seen = deps.view.get(job.taskId);
+    const timeoutMs = deps.kafkaTimeoutMs;
+    const snapshot = isSnapshot(seen)
+      ? seen
+      : await acceptTask({ ...job.exec, timeoutMs }, { taskId: job.taskId, tenant: parsed.tenant, type: parsed.type, input: undefined });
+    const detail = keyed ? 'The task request is invalid; see errors.' : 'The task request has no valid key (task id); see errors.';
+    const failure = problem('task-request-invalid', detail, { errors: parsed.errors });
+    await finish(job, new TaskJournal(snapshot, job.exec), { kind: 'task.failed', data: { problem: failure } });
+  }
+
+  /** One try at a request: 'retry' when a Kafka failure interrupted the run and it must run again. */
+  async function handleOnce(record: IncomingRecord, taskId: string, handBack: AbortSignal): Promise<'done' | 'retry' | 'handed-back'> {
+    const writer = await writers.checked(record.partition);
+    const job: Job = { taskId, partition: record.partition, handBack, writer, exec: execDeps(writer.publisher) };
+    const seen = deps.view.get(taskId);
+    if (isSnapshot(seen) && isFinal(seen.status)) return 'done';
+    const parsed = parseTaskRequest(record.value, deps.registry);
+    if (!parsed.ok) {
+      await reject(job, parsed, record.key === taskId);
+      return 'done';
+    }
+    const { request } = parsed;
+    const known = isSnapshot(seen) ? seen : await snapshotOf(taskId, request.accepted, handBack);
+    if (known && isFinal(known.status)) return 'done';
+    const acceptance = { taskId, tenant: request.tenant, type: request.type, input: request.input };
+    const snapshot = known ?? (await acceptTask({ ...job.exec, timeoutMs: deps.kafkaTimeoutMs }, acceptance));
+    return runOnce(job, snapshot, request.input);
+  }
+
   async function handle(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
     const taskId = record.key && TASK_ID_PATTERN.test(record.key) ? record.key : `request-${record.partition}-${record.offset}`;
-    const parsed = parseTaskRequest(record.value, deps.registry);
-    for (;;) {
+    for (let failures = 1; !handBack.aborted; failures += 1) {
       try {
-        const seen = deps.view.get(taskId);
-        if (isSnapshot(seen) && isFinal(seen.status)) return;
-        if (!parsed.ok) {
-          const snapshot = isSnapshot(seen) ? seen : await accept(taskId, parsed.tenant, parsed.type, undefined);
-          const detail = record.key === taskId ? 'The task request is invalid; see errors.' : 'The task request has no valid key (task id); see errors.';
-          const failure = problem('task-request-invalid', detail, { errors: parsed.errors });
-          await finish(new TaskJournal(snapshot, exec), { kind: 'task.failed', data: { problem: failure } }, handBack);
-          return;
-        }
-        const { request } = parsed;
-        const known = isSnapshot(seen) ? seen : await snapshotOf(taskId, request.accepted, handBack);
-        if (known && isFinal(known.status)) return;
-        const snapshot = known ?? await accept(taskId, request.tenant, request.type, request.input);
-        const result = await runOnce(snapshot, request.input, handBack);
-        if (result !== 'retry') return;
+        if ((await handleOnce(record, taskId, handBack)) !== 'retry') return;
       } catch (err) {
         if (handBack.aborted) return;
-        logger.warn({ taskId, err: (err as Error).message }, 'task run interrupted by a Kafka failure; running it again');
+        logger.warn({ taskId, err }, 'task run interrupted by a Kafka failure; running it again');
       }
-      await pause(retryDelayMs, handBack);
-      if (handBack.aborted) return;
+      await pause(retryDelayMs(failures, firstRetryMs, 10000), handBack);
     }
   }
 
-  return deps.runGroupConsumer({
+  function handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
+    const key = record.key ?? '';
+    const previous = perTask.get(key) ?? Promise.resolve();
+    const mine = previous.then(() => handle(record, handBack));
+    const tail = mine.catch(() => undefined);
+    perTask.set(key, tail);
+    void tail.then(() => { if (perTask.get(key) === tail) perTask.delete(key); });
+    return mine;
+  }
+
+  const consumer = await deps.runGroupConsumer({
     groupId: deps.groupId,
     topics: [deps.topics.taskRequests],
     maxInFlight: deps.concurrency,
-    handle,
-    onRevoked: (topic, partition) => logger.info({ topic, partition }, 'partition revoked; its running tasks are handed back'),
+    handle: handleSerially,
+    onRevoked: (topic, partition) => {
+      logger.info({ topic, partition }, 'partition revoked; its running tasks are handed back');
+      void writers.release(partition);
+    },
   });
+  return {
+    async stop() {
+      await consumer.stop();
+      await writers.closeAll();
+    },
+  };
 }

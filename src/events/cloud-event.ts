@@ -15,6 +15,8 @@ export function cloudEventRecord(args: {
   data: unknown;
   id?: string;
   time?: string;
+  /** CloudEvents extension attributes, sent as `ce_<name>` headers */
+  extensions?: Record<string, string>;
 }): OutgoingRecord {
   const headers: Headers = {
     ce_specversion: '1.0',
@@ -23,6 +25,7 @@ export function cloudEventRecord(args: {
     ce_source: EVENT_SOURCE,
     ce_subject: args.subject,
     ce_time: args.time ?? new Date().toISOString(),
+    ...Object.fromEntries(Object.entries(args.extensions ?? {}).map(([k, v]) => [`ce_${k}`, v])),
     'content-type': 'application/json',
   };
   return { topic: args.topic, key: args.key, value: JSON.stringify(args.data), headers };

@@ -32,6 +32,12 @@ export const authPlugin = fp(async (app: FastifyInstance, options: { keys: Reado
   app.addHook('onRequest', async (request) => {
     // Unrouted requests only ever get 404, 405 or OPTIONS' Allow, which the public root already tells.
     if (request.routeOptions.config?.public || request.is404) return;
+    // Node keeps the first of repeated Authorization headers and drops the rest; which one counts would be a guess.
+    if ((request.raw.headersDistinct.authorization?.length ?? 0) > 1) {
+      throw new ProblemError('unauthorized', 'Send exactly one Authorization header.', {
+        headers: { 'www-authenticate': 'Bearer error="invalid_request"' },
+      });
+    }
     const header = request.headers.authorization ?? '';
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const tenant = m ? lookup(options.keys, m[1]) : undefined;

@@ -8,13 +8,24 @@ const MERGE_PATCH = 'application/merge-patch+json';
 /** What a 2xx answer can be; a client accepting any of these gets HAL JSON. */
 const PRODUCED = [HAL_MEDIA_TYPE, 'application/json', 'application/*', '*/*'];
 
-function acceptsOurs(accept: string): boolean {
-  return accept.split(',').some((part) => {
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** media types this route answers with besides HAL JSON (a task's event stream: text/event-stream) */
+    produces?: string[];
+  }
+}
+
+/** The media ranges of an Accept header that the client accepts at all (q > 0), lower-cased. */
+export function acceptedRanges(accept: string): string[] {
+  return accept.split(',').flatMap((part) => {
     const [range, ...params] = part.trim().toLowerCase().split(';').map((s) => s.trim());
     const q = params.find((p) => p.startsWith('q='));
-    if (q && Number(q.slice(2)) === 0) return false;
-    return PRODUCED.includes(range);
+    return q && Number(q.slice(2)) === 0 ? [] : [range];
   });
+}
+
+function acceptsOurs(accept: string, extra: readonly string[]): boolean {
+  return acceptedRanges(accept).some((range) => PRODUCED.includes(range) || extra.includes(range));
 }
 
 /**
@@ -27,7 +38,7 @@ export const contentNegotiationPlugin = fp(async (app: FastifyInstance) => {
 
   app.addHook('onRequest', async (request) => {
     const accept = request.headers.accept;
-    if (accept && !acceptsOurs(accept)) {
+    if (accept && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
       throw new ProblemError('not-acceptable', `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`);
     }
   });

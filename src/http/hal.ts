@@ -20,8 +20,9 @@ export const DEFAULT_EMBEDDED = Symbol('hookstream.defaultEmbedded');
 export type EmbedResolver = () => Hal | Hal[] | undefined;
 
 export interface HalResource extends Hal {
-  [EMBEDDABLE]?: Record<string, EmbedResolver>;
-  [DEFAULT_EMBEDDED]?: string[];
+  /** a Map, so a client's relation name (`__proto__`, `toString`) can only find what was declared */
+  [EMBEDDABLE]?: ReadonlyMap<string, EmbedResolver>;
+  [DEFAULT_EMBEDDED]?: readonly string[];
 }
 
 /** hrefs are relative to the API root and never end in `/` (except the root itself). */
@@ -36,7 +37,7 @@ export function halResource(
   defaultEmbedded: string[] = [],
 ): HalResource {
   const resource: HalResource = { _links: links, ...fields };
-  Object.defineProperty(resource, EMBEDDABLE, { value: embeddable, enumerable: false });
+  Object.defineProperty(resource, EMBEDDABLE, { value: new Map(Object.entries(embeddable)), enumerable: false });
   Object.defineProperty(resource, DEFAULT_EMBEDDED, { value: defaultEmbedded, enumerable: false });
   return resource;
 }

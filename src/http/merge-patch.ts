@@ -1,11 +1,15 @@
-/** RFC 7386 JSON Merge Patch. */
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * RFC 7386 JSON Merge Patch. Keys go through a Map: a patch key such as
+ * `constructor` or `toString` never reads or writes anything inherited.
+ */
 export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
-  const base: Record<string, unknown> =
-    typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
-  for (const [key, value] of Object.entries(patch as Record<string, unknown>)) {
-    if (value === null) delete base[key];
-    else base[key] = mergePatch(base[key], value);
+  if (!isObject(patch)) return patch;
+  const base = new Map<string, unknown>(isObject(target) ? Object.entries(target) : []);
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) base.delete(key);
+    else base.set(key, mergePatch(base.get(key), value));
   }
-  return base;
+  return Object.fromEntries(base);
 }

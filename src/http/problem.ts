@@ -112,7 +112,7 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const known = toProblemError(err);
     if (known) {
-      if (known.status >= 500) request.log.warn({ err: err.message, kind: known.kind }, 'request failed');
+      if (known.status >= 500) request.log.warn({ err, kind: known.kind }, 'request failed');
       return sendProblem(request, reply, known);
     }
     request.log.error({ err }, 'unexpected error');

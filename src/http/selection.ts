@@ -25,15 +25,16 @@ export function selectionOf(request: FastifyRequest): Selection {
  * unknown names are ignored; with no `fields` the default keeps everything.
  */
 export function applySelection(resource: HalResource, selection: Selection): Hal {
-  const embeddable = resource[EMBEDDABLE] ?? {};
-  const wanted = selection.embedded ?? resource[DEFAULT_EMBEDDED] ?? [];
-  const embedded: Record<string, Hal | Hal[]> = { ...(resource._embedded ?? {}) };
+  const embeddable = resource[EMBEDDABLE];
+  const wanted = new Set(selection.embedded ?? resource[DEFAULT_EMBEDDED] ?? []);
+  // Entries and fromEntries, never `obj[name] =`: a name like `__proto__` stays an ordinary key.
+  const embedded: [string, Hal | Hal[]][] = Object.entries(resource._embedded ?? {});
   for (const rel of wanted) {
-    const value = embeddable[rel]?.();
-    if (value !== undefined) embedded[rel] = Array.isArray(value) ? value.map(toPlain) : toPlain(value);
+    const value = embeddable?.get(rel)?.();
+    if (value !== undefined) embedded.push([rel, Array.isArray(value) ? value.map(toPlain) : toPlain(value)]);
   }
   const out: Hal = { ...resource };
-  if (Object.keys(embedded).length > 0) out._embedded = embedded;
+  if (embedded.length > 0) out._embedded = Object.fromEntries(embedded);
   else delete out._embedded;
   if (!selection.fields) return out;
   const keep = new Set(selection.fields);

@@ -15,7 +15,7 @@ export interface CrashSource {
  */
 export function recoverFromFatalCrash(consumer: CrashSource, logger: Logger, what: string, recover: () => void, delayMs = 1000): void {
   consumer.on(consumer.events.CRASH, ({ payload }) => {
-    logger.warn({ groupId: payload.groupId, err: payload.error?.message, restartedByClient: payload.restart }, `${what} consumer crashed`);
+    logger.warn({ groupId: payload.groupId, err: payload.error, restartedByClient: payload.restart }, `${what} consumer crashed`);
     if (payload.restart) return;
     setTimeout(recover, delayMs).unref();
   });

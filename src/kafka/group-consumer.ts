@@ -1,4 +1,6 @@
 import type { Consumer, EachMessagePayload, Kafka } from 'kafkajs';
+import { pause } from '../lib/abortable-sleep';
+import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
 import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord } from './types';
@@ -14,17 +16,25 @@ export class HandBack extends Error {
 interface PartitionWork {
   /** offsets started but not finished */
   pending: Map<bigint, AbortController>;
+  /** offsets finished above the committed one: a re-fetch after a rebalance must not run them again */
+  done: Set<bigint>;
   /** one past the highest offset started */
   next: bigint;
+  /** the offset last committed (the next one to read) */
   committed: bigint;
 }
+
+const tp = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 /**
  * A consumer-group member that handles up to maxInFlight records at once, in
  * any order, and commits a partition's offset only up to its oldest
  * unfinished record: a crash re-delivers everything not finished (at least
- * once). kafkajs sends heartbeats only between handler calls, so a handler
- * waiting for a free slot heartbeats itself.
+ * once). A handler that fails is run again, with backoff, until it succeeds or
+ * its work is handed back: a record is never skipped. A record already
+ * running or finished is not started again when kafkajs re-fetches it after a
+ * rebalance that left this member its partition. kafkajs sends heartbeats only
+ * between handler calls, so a handler waiting for a free slot heartbeats itself.
  */
 export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptions, logger: Logger): Promise<ConsumerHandle> {
   let consumer: Consumer;
@@ -32,18 +42,22 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
   const slots = { free: options.maxInFlight, waiters: [] as (() => void)[] };
   const running = new Set<Promise<void>>();
   let stopping = false;
+  /** when the latest fetch was answered: everything it brought was committed before */
+  let fetchedAt = 0;
 
-  const tp = (topic: string, partition: number) => `${topic}\u0000${partition}`;
-
-  async function commit(topic: string, partition: number): Promise<void> {
-    const w = work.get(tp(topic, partition));
-    if (!w) return;
+  async function commit(topic: string, partition: number, w: PartitionWork): Promise<void> {
     const low = w.pending.size > 0 ? [...w.pending.keys()].reduce((a, b) => (a < b ? a : b)) : w.next;
     if (low <= w.committed) return;
+    const previous = w.committed;
     w.committed = low;
-    await consumer.commitOffsets([{ topic, partition, offset: low.toString() }]).catch((err: Error) => {
-      logger.debug({ topic, partition, err: err.message }, 'offset commit failed; the record will be handled again');
-    });
+    for (const o of w.done) if (o < low) w.done.delete(o);
+    try {
+      await consumer.commitOffsets([{ topic, partition, offset: low.toString() }]);
+    } catch (err) {
+      // The next finished record commits again; until then a crash only re-delivers finished work.
+      if (w.committed === low) w.committed = previous;
+      logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
+    }
   }
 
   function release(): void {
@@ -53,28 +67,44 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
   }
 
   async function acquire(heartbeat: () => Promise<void>): Promise<void> {
-    if (slots.free > 0) { slots.free -= 1; return; }
+    if (slots.free > 0) {
+      slots.free -= 1;
+      return;
+    }
     let granted = false;
-    const got = new Promise<void>((resolve) => slots.waiters.push(() => { granted = true; resolve(); }));
+    let grant: () => void = () => undefined;
+    const got = new Promise<void>((resolve) => { grant = () => { granted = true; resolve(); }; });
+    slots.waiters.push(grant);
     while (!granted) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([got, new Promise((r) => { timer = setTimeout(r, 1000); })]);
       clearTimeout(timer);
-      if (!granted) await heartbeat();
+      if (granted) break;
+      try {
+        await heartbeat();
+      } catch (err) {
+        // A rebalance: kafkajs will hand this record out again. Give up the place (or the slot) it held.
+        const i = slots.waiters.indexOf(grant);
+        if (i >= 0) slots.waiters.splice(i, 1);
+        else if (granted) release();
+        throw err;
+      }
     }
   }
 
-  function handBackAll(why: 'shutdown' | 'revoked'): void {
-    for (const w of work.values()) for (const ac of w.pending.values()) ac.abort(new HandBack(why));
+  function handBack(key: string, why: 'shutdown' | 'revoked'): void {
+    const w = work.get(key);
+    if (!w) return;
+    for (const ac of w.pending.values()) ac.abort(new HandBack(why));
+    work.delete(key);
   }
 
   /** Replaces a member kafkajs gave up on: its work is handed back, as on a revocation, and a fresh member joins. */
   function restart(crashed: Consumer): void {
     if (stopping || consumer !== crashed) return;
-    handBackAll('revoked');
-    work.clear();
-    start().catch((err: Error) => {
-      logger.warn({ groupId: options.groupId, err: err.message }, 'consumer did not restart; trying again');
+    for (const key of [...work.keys()]) handBack(key, 'revoked');
+    start().catch((err: unknown) => {
+      logger.warn({ groupId: options.groupId, err }, 'consumer did not restart; trying again');
       setTimeout(() => restart(consumer), 1000).unref();
     });
   }
@@ -89,6 +119,7 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     });
     consumer = member;
     member.on(member.events.GROUP_JOIN, onJoin);
+    member.on(member.events.FETCH, () => { fetchedAt = Date.now(); });
     recoverFromFatalCrash(member, logger, options.groupId, () => restart(member));
     try {
       await member.connect();
@@ -105,21 +136,39 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const p of partitions) assigned.add(tp(topic, p));
     }
-    for (const [key, w] of work) {
+    for (const key of [...work.keys()]) {
       if (assigned.has(key)) continue;
-      for (const ac of w.pending.values()) ac.abort(new HandBack('revoked'));
-      work.delete(key);
+      handBack(key, 'revoked');
       const [topic, partition] = key.split('\u0000');
       options.onRevoked?.(topic, Number(partition));
     }
   }
 
+  /** Runs the handler until it succeeds or the work is handed back; failures are retried with backoff. */
+  async function handleUntilDone(record: IncomingRecord, signal: AbortSignal): Promise<void> {
+    for (let failures = 1; ; failures += 1) {
+      try {
+        await options.handle(record, signal);
+        return;
+      } catch (err) {
+        if (signal.aborted) return;
+        const delay = retryDelayMs(failures, 200, 10000);
+        const at = { topic: record.topic, partition: record.partition, offset: record.offset, failures, retryInMs: delay };
+        logger.error({ ...at, err }, 'record handler failed; handling it again');
+        await pause(delay, signal);
+        if (signal.aborted) return;
+      }
+    }
+  }
+
   async function eachMessage({ topic, partition, message, heartbeat }: EachMessagePayload): Promise<void> {
     if (stopping) return;
-    await acquire(heartbeat);
     const key = tp(topic, partition);
     const offset = BigInt(message.offset);
-    const w = work.get(key) ?? { pending: new Map(), next: offset, committed: -1n };
+    const known = work.get(key);
+    if (known && (offset < known.committed || known.pending.has(offset) || known.done.has(offset))) return;
+    await acquire(heartbeat);
+    const w = work.get(key) ?? { pending: new Map(), done: new Set(), next: offset, committed: -1n };
     work.set(key, w);
     const ac = new AbortController();
     w.pending.set(offset, ac);
@@ -130,15 +179,16 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
       value: message.value?.toString() ?? null,
       headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)])),
       timestamp: message.timestamp,
+      receivedAt: fetchedAt || Date.now(),
     };
-    const job: Promise<void> = options.handle(record, ac.signal)
-      .catch((err: Error) => logger.error({ topic, partition, offset: message.offset, err: err.message }, 'record handler failed'))
+    const job: Promise<void> = handleUntilDone(record, ac.signal)
       .finally(() => {
         release();
         // A handed-back record stays uncommitted, so the next owner handles it.
-        if (ac.signal.aborted && ac.signal.reason instanceof HandBack) return;
+        if (ac.signal.aborted || work.get(key) !== w) return;
         w.pending.delete(offset);
-        void commit(topic, partition);
+        w.done.add(offset);
+        void commit(topic, partition, w);
       })
       .finally(() => running.delete(job));
     running.add(job);
@@ -148,7 +198,7 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
   return {
     async stop() {
       stopping = true;
-      handBackAll('shutdown');
+      for (const key of [...work.keys()]) handBack(key, 'shutdown');
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.allSettled([...running]), new Promise((r) => { timer = setTimeout(r, 10000); })]);
       clearTimeout(timer);

@@ -5,10 +5,13 @@ import { runGroupConsumer } from './group-consumer';
 import { createKafkaClient } from './kafka-client';
 import { KafkaHealth } from './kafka-health';
 import { PartitionMap } from './partition-map';
+import { KafkaPartitionReader } from './partition-reader';
 import { KafkaStateView } from './state-view';
 import { ensureTopics, topicNames, type Topics } from './topics';
 import { TransactionalPublisher } from './transactional-publisher';
-import type { ConsumerHandle, GroupConsumerOptions, Publisher, StateView } from './types';
+import type {
+  ConsumerHandle, FencingPublisher, GroupConsumerOptions, PartitionReader, Publisher, StateView,
+} from './types';
 
 export interface KafkaGatewayOptions {
   brokers: string[];
@@ -30,8 +33,17 @@ export interface KafkaGateway {
   publisherStats(): { transactions: number; records: number; calls: number };
   /** The process's one view of a compacted topic, started on first use and shared after. */
   view<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>>;
+  /**
+   * A publisher of its own under a fixed transactional id (the task runner's,
+   * one per input partition): creating it fences every earlier writer with that id.
+   */
+  fencingPublisher(transactionalId: string): FencingPublisher;
   /** every view started so far has caught up (readiness) */
   viewsCaughtUp(): boolean;
+  /** reads one partition from an offset (a task's event stream); any process can serve any reader */
+  readonly partitionReader: PartitionReader & { readonly openReadings: number };
+  /** the partition a record with this key goes to (murmur2, as Java clients choose) */
+  partitionFor(topic: string, key: string): number;
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   close(): Promise<void>;
 }
@@ -43,28 +55,34 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
   await health.probe();
   health.start();
   const admin: Admin = kafka.admin();
-  await admin.connect();
   const topics = topicNames(options.topicPrefix);
-  await ensureTopics(admin, topics, options.partitions);
   const partitions = new PartitionMap(admin);
-  await partitions.load(Object.values(topics));
-  const publisher = new TransactionalPublisher(kafka, partitions, health, logger, {
-    transactionalId: `${options.topicPrefix}${options.processName}-${randomUUID()}`,
-    timeoutMs: options.timeoutMs,
-    maxBatchRecords: 500,
-  });
+  try {
+    await admin.connect();
+    await ensureTopics(admin, topics, options.partitions);
+    await partitions.load(Object.values(topics));
+  } catch (err) {
+    // Start-up tries again (src/startup/): a failed attempt leaves no probe or connection behind.
+    health.stop();
+    await admin.disconnect().catch(() => undefined);
+    throw err;
+  }
+  const newPublisher = (transactionalId: string) =>
+    new TransactionalPublisher(kafka, partitions, health, logger, { transactionalId, timeoutMs: options.timeoutMs, maxBatchRecords: 500 });
+  const publisher = newPublisher(`${options.topicPrefix}${options.processName}-${randomUUID()}`);
   const views = new Map<string, Promise<KafkaStateView<unknown>>>();
   const started: KafkaStateView<unknown>[] = [];
 
   async function startView<T>(topic: string, decode: (value: string) => T): Promise<KafkaStateView<T>> {
-    const view = new KafkaStateView<T>(kafka, topic, decode, logger);
+    const latest = async () => new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, BigInt(p.high)]));
+    const view = new KafkaStateView<T>(kafka, topic, decode, latest, logger);
     started.push(view as KafkaStateView<unknown>);
-    const count = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length;
     // Views can take a while to read a large topic: allow far more than one request's timeout.
-    await view.start(publisher, Array.from({ length: count }, (_, i) => i), Math.max(60000, options.timeoutMs));
+    await view.start(Math.max(60000, options.timeoutMs));
     return view;
   }
   const consumers: ConsumerHandle[] = [];
+  const partitionReader = new KafkaPartitionReader(kafka, admin, logger);
 
   return {
     topics,
@@ -77,7 +95,10 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
       if (!view) views.set(topic, (view = startView(topic, decode) as Promise<KafkaStateView<unknown>>));
       return view as Promise<StateView<T>>;
     },
+    fencingPublisher: (transactionalId) => newPublisher(transactionalId),
     viewsCaughtUp: () => started.every((v) => v.caughtUp),
+    partitionReader,
+    partitionFor: (topic, key) => partitions.partitionFor(topic, key),
     async runGroupConsumer(consumerOptions) {
       const handle = await runGroupConsumer(kafka, consumerOptions, logger);
       consumers.push(handle);
@@ -85,6 +106,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     },
     async close() {
       await Promise.all(consumers.map((c) => c.stop()));
+      await partitionReader.closeAll();
       await Promise.all(started.map((v) => v.stop()));
       await publisher.close();
       await admin.disconnect().catch(() => undefined);

@@ -2,39 +2,39 @@ import { randomUUID } from 'node:crypto';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
-import { KafkaUnavailableError, type Publisher, type RecordPosition, type StateView } from './types';
-
-/** Keys that start with NUL are the view's own sync markers, never state. */
-export const SYNC_KEY_PREFIX = '\u0000sync';
+import { KafkaUnavailableError, type RecordPosition, type StateView } from './types';
 
 interface Waiter {
-  positions: RecordPosition[];
+  /** partition → offset the view must have consumed past */
+  targets: Map<number, bigint>;
   resolve(): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
 }
 
+/** partition → the last stable offset (read_committed end) of the topic */
+export type LatestOffsets = () => Promise<Map<number, bigint>>;
+
 /**
  * Materializes a compacted topic in memory, reading committed records only.
  *
  * Each view has its own consumer group and reads every partition from the
- * start. "Caught up" is proven with a marker: the view writes a sync record to
- * every partition after it subscribes and is caught up once it has read them
- * all back, so transaction markers at the log end cannot leave it guessing.
+ * start. Being "synced" is proven without writing anything: the view asks the
+ * broker for the last stable offset of every partition (ListOffsets,
+ * read_committed) and waits until its consumer has fetched past it. The
+ * position counts transaction markers and aborted records too (kafkajs reports
+ * batches that hold only those), so a log that ends in a marker is reached.
  */
 export class KafkaStateView<T> implements StateView<T> {
   private readonly state = new Map<string, T>();
-  /** partition → next offset to apply */
-  private readonly applied = new Map<number, bigint>();
+  /** partition → next offset this view's consumer will fetch */
+  private readonly position = new Map<number, bigint>();
   private readonly waiters = new Set<Waiter>();
   private readonly listeners: ((key: string, value: T | undefined) => void)[] = [];
-  private readonly syncKey = `${SYNC_KEY_PREFIX}:${randomUUID()}`;
   private consumer: Consumer | undefined;
   private synced = false;
   private stopped = false;
-  private publisher: Publisher | undefined;
-  private partitions: number[] = [];
-  /** when the last completed sync barrier was written: everything committed before it is applied */
+  /** when the last completed sync started: everything committed before it is applied */
   private syncedAt = 0;
   private syncInFlight: { startedAt: number; done: Promise<void> } | undefined;
 
@@ -42,6 +42,7 @@ export class KafkaStateView<T> implements StateView<T> {
     private readonly kafka: Kafka,
     readonly topic: string,
     private readonly decode: (value: string) => T,
+    private readonly latestOffsets: LatestOffsets,
     private readonly logger: Logger,
   ) {}
 
@@ -65,23 +66,35 @@ export class KafkaStateView<T> implements StateView<T> {
     this.listeners.push(listener);
   }
 
-  async start(publisher: Publisher, partitions: number[], timeoutMs: number): Promise<void> {
+  async start(timeoutMs: number): Promise<void> {
     await this.consume();
-    this.publisher = publisher;
-    this.partitions = partitions;
-    await this.sync(timeoutMs);
+    await this.syncedSince(Date.now(), timeoutMs);
     this.synced = true;
   }
 
   /**
-   * A fresh consumer (own group, from the start of the topic). Re-reading is
-   * harmless: applying a record twice gives the same state, and positions only move forward.
+   * A fresh consumer in a group of its own, from where this view has read to
+   * (the start, the first time). Re-reading is harmless: applying a record
+   * twice gives the same state, and positions only move forward.
+   *
+   * Every crash gets a fresh group too, instead of kafkajs's own restart:
+   * that rejoins the old group as a new member, and after a broker restart
+   * the coordinator then waits for the old member's session to expire (30 s)
+   * before the view reads again. A new group has no one to wait for.
    */
   private async consume(): Promise<void> {
     // A short long-poll keeps shutdown quick: disconnect waits for the fetch in flight.
-    const consumer = this.kafka.consumer({ groupId: `${this.topic}.view.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000, maxWaitTimeInMs: 1000 });
+    const consumer = this.kafka.consumer({
+      groupId: `${this.topic}.view.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000, maxWaitTimeInMs: 1000,
+      retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 5, restartOnFailure: async () => false },
+    });
     this.consumer = consumer;
     recoverFromFatalCrash(consumer, this.logger, `view of ${this.topic}`, () => this.restart(consumer));
+    // Batches of only markers or aborted records never reach eachBatch, but do move the position.
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      // firstOffset is null when kafkajs skipped records below the fetched offset (compaction): nothing was seen.
+      if (payload.topic === this.topic && payload.firstOffset !== null) this.advance(payload.partition, payload.lastOffset);
+    });
     try {
       await this.run(consumer);
     } catch (err) {
@@ -93,8 +106,8 @@ export class KafkaStateView<T> implements StateView<T> {
   /** Replaces a consumer kafkajs gave up on; tries again every second until it runs or the view stops. */
   private restart(crashed: Consumer): void {
     if (this.stopped || this.consumer !== crashed) return;
-    this.consume().catch((err: Error) => {
-      this.logger.warn({ topic: this.topic, err: err.message }, 'view consumer did not restart; trying again');
+    this.consume().catch((err: unknown) => {
+      this.logger.warn({ topic: this.topic, err }, 'view consumer did not restart; trying again');
       setTimeout(() => this.restart(this.consumer as Consumer), 1000).unref();
     });
   }
@@ -105,13 +118,19 @@ export class KafkaStateView<T> implements StateView<T> {
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) this.apply(batch.partition, m.offset, m.key?.toString() ?? null, m.value?.toString() ?? null);
-        this.settleWaiters();
+        for (const m of batch.messages) this.apply(m.key?.toString() ?? null, m.value?.toString() ?? null);
+        this.advance(batch.partition, batch.lastOffset());
       },
     });
+    for (const [partition, offset] of this.position) consumer.seek({ topic: this.topic, partition, offset: offset.toString() });
   }
 
+  /**
+   * Resolves once every record committed to the topic before `time` (ms) is
+   * applied. Concurrent callers share one ListOffsets round trip.
+   */
   async syncedSince(time: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
     while (this.syncedAt < time) {
       const inFlight = this.syncInFlight;
       if (inFlight && inFlight.startedAt >= time) {
@@ -119,18 +138,15 @@ export class KafkaStateView<T> implements StateView<T> {
         return;
       }
       if (inFlight) await inFlight.done.catch(() => undefined);
-      else await this.sync(timeoutMs);
+      else await this.sync(Math.max(1, deadline - Date.now()));
     }
   }
 
-  /** Writes a marker to every partition and waits to read them all back. */
   private sync(timeoutMs: number): Promise<void> {
-    const publisher = this.publisher;
-    if (!publisher) return Promise.reject(new Error('view not started'));
     const startedAt = Date.now();
     const done = (async () => {
-      const markers = await publisher.publish(this.partitions.map((partition) => ({ topic: this.topic, key: this.syncKey, value: null, partition })));
-      await this.waitFor(markers, timeoutMs);
+      const latest = await this.latestWithin(startedAt + timeoutMs);
+      await this.waitForTargets(latest, Math.max(1, startedAt + timeoutMs - Date.now()));
       if (startedAt > this.syncedAt) this.syncedAt = startedAt;
     })();
     const entry = { startedAt, done };
@@ -140,19 +156,48 @@ export class KafkaStateView<T> implements StateView<T> {
     });
   }
 
+  /**
+   * The partitions' end offsets, asked again on failure until the deadline: a
+   * broker answers NOT_LEADER for a moment after a topic is created or a
+   * leader moves, and kafkajs's admin gives up on that at once.
+   */
+  private async latestWithin(deadline: number): Promise<Map<number, bigint>> {
+    for (let failures = 1; ; failures += 1) {
+      try {
+        return await withTimeout(this.latestOffsets(), Math.max(1, deadline - Date.now()), `offsets of ${this.topic}`);
+      } catch (err) {
+        const delay = Math.min(500, 25 * 2 ** failures);
+        if (this.stopped || Date.now() + delay >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const w of this.waiters) { clearTimeout(w.timer); w.reject(new KafkaUnavailableError('view stopped')); }
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(new KafkaUnavailableError('view stopped'));
+    }
     this.waiters.clear();
     await this.consumer?.disconnect().catch(() => undefined);
   }
 
   waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void> {
-    const mine = positions.filter((p) => p.topic === this.topic);
-    if (this.reached(mine)) return Promise.resolve();
+    const targets = new Map<number, bigint>();
+    for (const p of positions) {
+      if (p.topic !== this.topic) continue;
+      const past = BigInt(p.offset) + 1n;
+      if ((targets.get(p.partition) ?? 0n) < past) targets.set(p.partition, past);
+    }
+    return this.waitForTargets(targets, timeoutMs);
+  }
+
+  private waitForTargets(targets: Map<number, bigint>, timeoutMs: number): Promise<void> {
+    if (this.reached(targets)) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        positions: mine,
+        targets,
         resolve,
         reject,
         timer: setTimeout(() => {
@@ -164,16 +209,21 @@ export class KafkaStateView<T> implements StateView<T> {
     });
   }
 
-  private apply(partition: number, offset: string, key: string | null, value: string | null): void {
-    const next = BigInt(offset) + 1n;
-    if ((this.applied.get(partition) ?? 0n) < next) this.applied.set(partition, next);
-    if (key === null || key.startsWith(SYNC_KEY_PREFIX)) return;
+  private advance(partition: number, lastOffset: string): void {
+    const next = BigInt(lastOffset) + 1n;
+    if ((this.position.get(partition) ?? 0n) >= next) return;
+    this.position.set(partition, next);
+    this.settleWaiters();
+  }
+
+  private apply(key: string | null, value: string | null): void {
+    if (key === null) return;
     let decoded: T | undefined;
     if (value !== null) {
       try {
         decoded = this.decode(value);
       } catch (err) {
-        this.logger.warn({ topic: this.topic, partition, offset, err: (err as Error).message }, 'skipping undecodable state record');
+        this.logger.warn({ topic: this.topic, key, err }, 'skipping undecodable state record');
         return;
       }
     }
@@ -182,16 +232,25 @@ export class KafkaStateView<T> implements StateView<T> {
     for (const l of this.listeners) l(key, decoded);
   }
 
-  private reached(positions: RecordPosition[]): boolean {
-    return positions.every((p) => (this.applied.get(p.partition) ?? 0n) > BigInt(p.offset));
+  private reached(targets: Map<number, bigint>): boolean {
+    for (const [partition, offset] of targets) if ((this.position.get(partition) ?? 0n) < offset) return false;
+    return true;
   }
 
   private settleWaiters(): void {
     for (const w of this.waiters) {
-      if (!this.reached(w.positions)) continue;
+      if (!this.reached(w.targets)) continue;
       clearTimeout(w.timer);
       this.waiters.delete(w);
       w.resolve();
     }
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new KafkaUnavailableError(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

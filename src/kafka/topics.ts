@@ -1,4 +1,5 @@
 import type { Admin, ITopicConfig } from 'kafkajs';
+import { KafkaUnavailableError } from './types';
 
 /** Every topic the service owns, under one prefix. */
 export interface Topics {
@@ -16,10 +17,10 @@ export interface Topics {
   domainEvents: string;
   /** callback attempts, key = subscription UUID */
   deliveries: string;
-  /** callbacks waiting for a retry, key = subscription UUID */
-  callbackRetries: string;
   /** callbacks that exhausted their attempts, key = subscription UUID */
   callbackDeadLetters: string;
+  /** compacted: Idempotency-Key claims and answers, key = `<tenant>/<key>` (claims `!claim/<tenant>/<key>`) */
+  idempotencyKeys: string;
 }
 
 export function topicNames(prefix: string): Topics {
@@ -31,13 +32,29 @@ export function topicNames(prefix: string): Topics {
     taskEvents: `${prefix}task-events`,
     domainEvents: `${prefix}domain-events`,
     deliveries: `${prefix}deliveries`,
-    callbackRetries: `${prefix}callback-retries`,
     callbackDeadLetters: `${prefix}callback-dead-letters`,
+    idempotencyKeys: `${prefix}idempotency-keys`,
   };
 }
 
-const COMPACTED = ['resources', 'tasks', 'subscriptions'] as const;
+const COMPACTED = ['resources', 'tasks', 'subscriptions', 'idempotencyKeys'] as const;
 const WEEK_MS = String(7 * 24 * 3600 * 1000);
+const DAY_MS = String(24 * 3600 * 1000);
+
+/*
+ * Topics whose keys are forgotten (tombstoned) after a window: finished tasks
+ * after TASK_RETENTION_MS, idempotency keys after 24 h. The active segment is
+ * never compacted, so it rolls hourly; compaction runs at least daily; a
+ * tombstone stays a day, far longer than any running view lags, so every view
+ * sees it before compaction drops it. Start-up replay then follows the live
+ * keys, not history.
+ */
+const FORGETTING: (keyof Topics)[] = ['tasks', 'idempotencyKeys'];
+const FORGETTING_CONFIG = [
+  { name: 'segment.ms', value: String(3600 * 1000) },
+  { name: 'max.compaction.lag.ms', value: DAY_MS },
+  { name: 'delete.retention.ms', value: DAY_MS },
+];
 
 export function topicConfigs(topics: Topics, partitions: number, replicationFactor: number): ITopicConfig[] {
   return (Object.keys(topics) as (keyof Topics)[]).map((name) => {
@@ -47,7 +64,10 @@ export function topicConfigs(topics: Topics, partitions: number, replicationFact
       numPartitions: partitions,
       replicationFactor,
       configEntries: compacted
-        ? [{ name: 'cleanup.policy', value: 'compact' }, { name: 'min.compaction.lag.ms', value: '60000' }]
+        ? [
+          { name: 'cleanup.policy', value: 'compact' }, { name: 'min.compaction.lag.ms', value: '60000' },
+          ...(FORGETTING.includes(name) ? FORGETTING_CONFIG : []),
+        ]
         : [{ name: 'retention.ms', value: WEEK_MS }],
     };
   });
@@ -83,7 +103,7 @@ async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number)
     } catch (err) {
       if (Date.now() > deadline) throw err;
     }
-    if (Date.now() > deadline) throw new Error(`topics have no leaders after ${timeoutMs} ms: ${topics.join(', ')}`);
+    if (Date.now() > deadline) throw new KafkaUnavailableError(`topics have no leaders after ${timeoutMs} ms: ${topics.join(', ')}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }

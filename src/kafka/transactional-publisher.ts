@@ -2,7 +2,7 @@ import type { Kafka, Message, Producer, Transaction } from 'kafkajs';
 import type { Logger } from '../logger';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
-import { KafkaUnavailableError, type OutgoingRecord, type Publisher, type RecordPosition } from './types';
+import { KafkaUnavailableError, type FencingPublisher, type OutgoingRecord, type PublishOptions, type RecordPosition } from './types';
 
 interface Pending {
   records: OutgoingRecord[];
@@ -10,6 +10,9 @@ interface Pending {
   resolve(positions: RecordPosition[]): void;
   reject(err: Error): void;
   settled: boolean;
+  /** ms since epoch: the caller has had its answer (503) by then, so the transaction must be over too */
+  deadline: number;
+  generation?: number;
 }
 
 export interface TransactionalPublisherOptions {
@@ -23,14 +26,21 @@ export interface TransactionalPublisherOptions {
  * Groups concurrent publish() calls into one Kafka transaction each, so many
  * HTTP requests share one round trip, and a caller's records land all or none.
  *
- * A caller waits at most timeoutMs; when Kafka is known to be down it is
- * refused at once. A transaction that outlives its caller's timeout may still
- * commit: the caller saw 503 for a write that happened (never the reverse).
+ * A caller waits at most timeoutMs (or what is left of its own deadline);
+ * when Kafka is known to be down it is refused at once. A transaction still
+ * running when its last caller gave up is abandoned and fenced, so only a
+ * commit that raced that deadline can land behind a 503 (never the reverse).
  */
-export class TransactionalPublisher implements Publisher {
+export class TransactionalPublisher implements FencingPublisher {
   private queue: Pending[] = [];
-  private flushing = false;
+  /** the transaction being written, if any; transactions run one at a time */
+  private flushing: Promise<void> | undefined;
+  private draining = false;
   private producer: Producer | undefined;
+  /** how many times the transactional id was initialized by this publisher */
+  private initializations = 0;
+  private connecting: Promise<Producer> | undefined;
+  private closed = false;
   /** committed transactions and the records and publish calls they carried, for benchmarks and operators */
   readonly stats = { transactions: 0, records: 0, calls: 0 };
 
@@ -42,20 +52,46 @@ export class TransactionalPublisher implements Publisher {
     private readonly options: TransactionalPublisherOptions,
   ) {}
 
-  publish(records: OutgoingRecord[]): Promise<RecordPosition[]> {
+  publish(records: OutgoingRecord[], options: PublishOptions = {}): Promise<RecordPosition[]> {
     if (records.length === 0) return Promise.resolve([]);
-    return this.enqueue(records);
+    return this.enqueue(records, undefined, options);
   }
 
-  publishStaged(first: OutgoingRecord[], then: (positions: RecordPosition[]) => OutgoingRecord[]): Promise<RecordPosition[]> {
-    return this.enqueue(first, then);
+  publishStaged(
+    first: OutgoingRecord[],
+    then: (positions: RecordPosition[]) => OutgoingRecord[],
+    options: PublishOptions = {},
+  ): Promise<RecordPosition[]> {
+    return this.enqueue(first, then, options);
   }
 
-  private enqueue(records: OutgoingRecord[], then?: Pending['then']): Promise<RecordPosition[]> {
+  /**
+   * Resolves once every transaction started before the call is over, committed
+   * or aborted, for good. After a failure that means re-initializing the
+   * transactional id: the coordinator then finishes or aborts whatever the
+   * failed producer left open, so what a read_committed reader sees next is final.
+   */
+  async settled(): Promise<number> {
+    await this.flushing?.catch(() => undefined);
+    await this.connectedProducer();
+    return this.initializations;
+  }
+
+  get generation(): number | undefined {
+    return this.producer ? this.initializations : undefined;
+  }
+
+  private enqueue(records: OutgoingRecord[], then: Pending['then'], options: PublishOptions): Promise<RecordPosition[]> {
+    if (this.closed) return Promise.reject(new KafkaUnavailableError('publisher closed'));
     if (!this.health.up) return Promise.reject(new KafkaUnavailableError('Kafka is not reachable'));
+    const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.options.timeoutMs, this.options.timeoutMs));
     return new Promise((resolve, reject) => {
-      const pending: Pending = { records, then, resolve, reject, settled: false };
-      const timer = setTimeout(() => settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${this.options.timeoutMs} ms`)), this.options.timeoutMs);
+      const pending: Pending = {
+        records, then, resolve, reject, settled: false, deadline: Date.now() + timeoutMs, generation: options.generation,
+      };
+      const timer = setTimeout(() => {
+        settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${timeoutMs} ms`));
+      }, timeoutMs);
       pending.resolve = (p) => { clearTimeout(timer); resolve(p); };
       pending.reject = (e) => { clearTimeout(timer); reject(e); };
       this.queue.push(pending);
@@ -63,22 +99,34 @@ export class TransactionalPublisher implements Publisher {
     });
   }
 
+  /**
+   * For good: what is still queued is refused, and the transactional id is
+   * never initialized again by this publisher. A runner closes a partition's
+   * publisher when the partition goes to another runner; re-initializing
+   * then, to flush a queued progress event, would fence the new owner and
+   * commit an old attempt's event behind its new one.
+   */
   async close(): Promise<void> {
+    this.closed = true;
+    for (const p of this.queue.splice(0)) settle(p, new KafkaUnavailableError('publisher closed'));
     const producer = this.producer;
     this.producer = undefined;
     await producer?.disconnect().catch(() => undefined);
   }
 
   private async drain(): Promise<void> {
-    if (this.flushing) return;
-    this.flushing = true;
+    if (this.draining) return;
+    this.draining = true;
     try {
       while (this.queue.length > 0) {
         const batch = this.takeBatch();
-        if (batch.length > 0) await this.flush(batch);
+        if (batch.length === 0) continue;
+        this.flushing = this.flush(batch);
+        await this.flushing;
       }
     } finally {
-      this.flushing = false;
+      this.flushing = undefined;
+      this.draining = false;
     }
   }
 
@@ -98,9 +146,14 @@ export class TransactionalPublisher implements Publisher {
   private async flush(batch: Pending[]): Promise<void> {
     let positions: RecordPosition[][];
     try {
-      positions = await this.send(batch);
+      positions = await this.withinDeadline(this.send(batch), Math.max(...batch.map((p) => p.deadline)));
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'kafka transaction failed');
+      this.reset();
+      if (this.closed) {
+        for (const p of batch) settle(p, new KafkaUnavailableError('publisher closed', err));
+        return;
+      }
+      this.logger.warn({ err }, 'kafka transaction failed');
       this.health.markDown();
       void this.health.probe();
       for (const p of batch) settle(p, new KafkaUnavailableError('Kafka rejected the write', err));
@@ -109,9 +162,30 @@ export class TransactionalPublisher implements Publisher {
     batch.forEach((p, i) => settle(p, positions[i]));
   }
 
+  /**
+   * A transaction still retrying when its last caller has had a 503 is
+   * abandoned: the producer is replaced, and the new one's initialization
+   * aborts it, so it can never commit long after its callers gave up.
+   */
+  private withinDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new KafkaUnavailableError('transaction outlived its callers')), deadline - Date.now());
+    });
+    return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+  }
+
   /** One transaction for the whole batch: every caller's first stage, then every second stage, then commit. */
-  private async send(batch: Pending[]): Promise<RecordPosition[][]> {
+  private async send(all: Pending[]): Promise<RecordPosition[][]> {
     const producer = await this.connectedProducer();
+    // A caller that checked the state under an earlier initialization must check again: someone may have written since.
+    for (const p of all) {
+      if (p.generation !== undefined && p.generation !== this.initializations) {
+        settle(p, new KafkaUnavailableError('the transactional id was initialized again since the caller checked'));
+      }
+    }
+    const batch = all.filter((p) => !p.settled);
+    if (batch.length === 0) return all.map(() => []);
     const tx = await producer.transaction();
     try {
       const first = await this.sendStage(tx, batch.map((p) => p.records));
@@ -120,10 +194,10 @@ export class TransactionalPublisher implements Publisher {
       this.stats.transactions += 1;
       this.stats.calls += batch.length;
       this.stats.records += first.flat().length + second.flat().length;
-      return first.map((positions, i) => [...positions, ...second[i]]);
+      const positions = new Map(batch.map((p, i) => [p, [...first[i], ...second[i]]]));
+      return all.map((p) => positions.get(p) ?? []);
     } catch (err) {
       await tx.abort().catch(() => undefined);
-      this.reset();
       throw err;
     }
   }
@@ -145,7 +219,19 @@ export class TransactionalPublisher implements Publisher {
     return groups.map((g) => positions.slice(i, (i += g.length)));
   }
 
-  private async connectedProducer(): Promise<Producer> {
+  private connectedProducer(): Promise<Producer> {
+    this.connecting ??= this.connectProducer().finally(() => { this.connecting = undefined; });
+    return this.connecting;
+  }
+
+  /**
+   * A producer whose transactional id is initialized: that fences any earlier
+   * producer with the same id (in this process or a zombie elsewhere) and
+   * settles the transaction it left open. kafkajs initializes the id only at
+   * the first transaction, so an empty one is begun and dropped here.
+   */
+  private async connectProducer(): Promise<Producer> {
+    if (this.closed) throw new KafkaUnavailableError('publisher closed');
     if (this.producer) return this.producer;
     const producer = this.kafka.producer({
       transactionalId: this.options.transactionalId,
@@ -155,9 +241,23 @@ export class TransactionalPublisher implements Publisher {
       // (all the views) until the coordinator aborts it after this long. Ours last milliseconds and a
       // caller gives up after timeoutMs, so keep it short instead of kafkajs's 60 s.
       transactionTimeout: Math.max(10000, 2 * this.options.timeoutMs),
+      // CONCURRENT_TRANSACTIONS right after a commit clears within milliseconds; kafkajs's 100 ms first retry
+      // (the Java client waits 20 ms) would put it on the p99 of every write.
+      retry: { initialRetryTime: 10, maxRetryTime: 1000, retries: Number.MAX_SAFE_INTEGER },
     });
-    await producer.connect();
+    try {
+      await producer.connect();
+      await (await producer.transaction()).abort();
+    } catch (err) {
+      await producer.disconnect().catch(() => undefined);
+      throw err;
+    }
+    if (this.closed) {
+      await producer.disconnect().catch(() => undefined);
+      throw new KafkaUnavailableError('publisher closed');
+    }
     this.producer = producer;
+    this.initializations += 1;
     return producer;
   }
 

@@ -26,18 +26,58 @@ export interface IncomingRecord extends RecordPosition {
   value: string | null;
   headers: Headers;
   timestamp: string;
+  /**
+   * ms since epoch, some time after the fetch that brought the record was
+   * answered, so the record (and everything committed before it) was
+   * committed by then. A barrier for "everything committed before this
+   * event", which the record's own timestamp (set before it was even
+   * appended) is not. Records of one fetch share it.
+   */
+  receivedAt?: number;
+}
+
+export interface PublishOptions {
+  /** answer within this long (at most the publisher's own timeout); the caller's remaining deadline */
+  timeoutMs?: number;
+  /**
+   * Write only under this initialization of the transactional id (see
+   * FencingPublisher.settled): a caller that checked the state after it can
+   * be sure nobody else wrote in between.
+   */
+  generation?: number;
 }
 
 /** Writes records durably (acks from all in-sync replicas). */
 export interface Publisher {
   /** All records land or none do (one Kafka transaction); positions are in input order. */
-  publish(records: OutgoingRecord[]): Promise<RecordPosition[]>;
+  publish(records: OutgoingRecord[], options?: PublishOptions): Promise<RecordPosition[]>;
   /**
    * Like publish, in two stages of one transaction: `then` receives the
    * positions of `first` (known before the commit) and returns more records.
    * Resolves with the positions of both stages, first stage first.
    */
-  publishStaged(first: OutgoingRecord[], then: (positions: RecordPosition[]) => OutgoingRecord[]): Promise<RecordPosition[]>;
+  publishStaged(
+    first: OutgoingRecord[],
+    then: (positions: RecordPosition[]) => OutgoingRecord[],
+    options?: PublishOptions,
+  ): Promise<RecordPosition[]>;
+}
+
+/**
+ * A publisher that owns a transactional id: creating it fences every earlier
+ * writer with that id. The task runner has one per input partition, so a
+ * runner that lost its partition (a zombie) can no longer write that
+ * partition's tasks' events.
+ */
+export interface FencingPublisher extends Publisher {
+  /**
+   * Every transaction begun before the call is committed or aborted for good,
+   * and the id is fenced. Resolves with the current initialization's number.
+   */
+  settled(): Promise<number>;
+  /** the current initialization's number, or undefined while none is in force (after a failure) */
+  readonly generation: number | undefined;
+  close(): Promise<void>;
 }
 
 export interface StateView<T> {
@@ -69,6 +109,42 @@ export interface GroupConsumerOptions {
   handle(record: IncomingRecord, signal: AbortSignal): Promise<void>;
   /** partitions this member lost in a rebalance: in-flight work for them is aborted */
   onRevoked?(topic: string, partition: number): void;
+}
+
+/** What a PartitionReader hands over, in offset order; committed records only (read_committed). */
+export interface PartitionReadOptions {
+  topic: string;
+  partition: number;
+  /** the first offset to read */
+  fromOffset: string;
+  /**
+   * Called once per record, in order. The next record is not read before the
+   * returned promise settles (backpressure: a slow receiver holds at most one
+   * fetch in memory).
+   */
+  onRecord(record: IncomingRecord): Promise<void> | void;
+  /** the reading failed for good (the consumer crashed and will not be replaced); nothing more is read */
+  onError?(err: Error): void;
+}
+
+export interface PartitionReading {
+  /**
+   * Resolves once every offset below `offset` has been read (records handed to
+   * onRecord, transaction markers and aborted records passed over).
+   */
+  reached(offset: string, timeoutMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Reads one partition from a known offset, with no consumer group of its own
+ * to share (kafkajs has no assign): any process can serve any reader.
+ */
+export interface PartitionReader {
+  /** Resolves once the reader is positioned at fromOffset and fetching; KafkaUnavailableError after timeoutMs. */
+  open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading>;
+  /** The partition's end: the offset the next record written to it will get. */
+  endOffset(topic: string, partition: number, timeoutMs: number): Promise<string>;
 }
 
 export class KafkaUnavailableError extends Error {

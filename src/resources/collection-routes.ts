@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
 import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody } from '../http/bulk';
 import { halResource, link, type HalResource } from '../http/hal';
+import { idempotently } from '../http/idempotency';
+import type { IdempotencyKeys } from '../http/idempotency-keys';
 import { mergePatch } from '../http/merge-patch';
 import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
 import { ProblemError, type ProblemDetail } from '../http/problem';
@@ -24,9 +27,17 @@ function bulkBody(resource: RegisteredResource, reps: HalResource[]): HalResourc
   return halResource({ count: reps.length }, { self: link(`/${collection}`) }, { [collection]: () => reps }, [collection]);
 }
 
+/** The api passes its Idempotency-Key state along with the resource deps; without it the header is ignored. */
+function idempotencyOf(deps: ResourceRouteDeps): IdempotencyKeys | undefined {
+  return 'idempotency' in deps
+    ? (deps as ResourceRouteDeps & { idempotency?: IdempotencyKeys }).idempotency
+    : undefined;
+}
+
 /** GET (paged list), POST (one object, or a bulk create), PATCH (bulk update). */
 export function collectionRoutes(app: FastifyInstance, resource: RegisteredResource, deps: ResourceRouteDeps): void {
   const { store, registry } = deps;
+  const keys = idempotencyOf(deps);
   const { decl } = resource;
   const path = `/${decl.collection}`;
   const rep = (s: StoredResource) => representation(s, registry, store);
@@ -43,23 +54,58 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     );
   });
 
+  const stored = (id: string) => {
+    const s = store.get(decl.collection, id);
+    if (!s) {
+      throw new ProblemError('not-found', `The ${decl.name} this Idempotency-Key created (${id}) no longer exists.`);
+    }
+    return s;
+  };
+
+  // Ids are chosen here (UUIDv7, as the store would): an Idempotency-Key's answer names them in their transaction.
   app.post(path, async (request, reply) => {
     if (!isBulkBody(request.body, decl.name)) {
       const prepared = prepareInput(resource, requireObjectBody(request.body), store);
       if (!prepared.ok) throw new ProblemError('validation-failed', `The body is not a valid ${decl.name}.`, { errors: prepared.errors });
-      const [created] = await store.write([{ op: 'create', collection: decl.collection, name: decl.name, data: prepared.data }]);
-      const body = rep(created as StoredResource);
-      return reply.code(201).header('location', `${path}/${(created as StoredResource).id}`).send(body);
+      const id = uuidv7();
+      const created = await idempotently<StoredResource>(request, reply, keys, {
+        describe: () => ({ status: 201, ids: [id] }),
+        replay: (answer) => stored(answer.ids[0]),
+        create: async () => {
+          const [created] = await store.write([
+            { op: 'create', collection: decl.collection, name: decl.name, data: prepared.data, id },
+          ]);
+          return created as StoredResource;
+        },
+      });
+      return reply.code(201).header('location', `${path}/${created.id}`).send(rep(created));
     }
     const atomic = atomicRequested(request);
     const planned: Planned[] = [];
     const failures: ProblemDetail[] = [];
+    const ids: string[] = [];
     bulkElements(request.body, decl.name).forEach((element, index) => {
       const prepared = prepareInput(resource, element, store);
-      if (prepared.ok) planned.push({ index, write: { op: 'create', collection: decl.collection, name: decl.name, data: prepared.data } });
-      else failures.push(elementProblem(decl.collection, index, 400, `Element ${index} is not a valid ${decl.name}.`, prepared.errors));
+      if (!prepared.ok) {
+        const detail = `Element ${index} is not a valid ${decl.name}.`;
+        failures.push(elementProblem(decl.collection, index, 400, detail, prepared.errors));
+        return;
+      }
+      const id = uuidv7();
+      ids.push(id);
+      const write = { op: 'create' as const, collection: decl.collection, name: decl.name, data: prepared.data, id };
+      planned.push({ index, write });
     });
-    return reply.code(201).send(await commit(atomic, planned, failures));
+    const body = await idempotently<HalResource>(request, reply, keys, {
+      describe: () => (failures.length > 0 ? { status: 400, ids, errors: failures } : { status: 201, ids }),
+      replay: (answer) => {
+        const saved = bulkBody(resource, answer.ids.map((id) => rep(stored(id))));
+        if (answer.errors) throw bulkFailure(false, answer.errors, applySelection(saved, {}));
+        return saved;
+      },
+      create: () => commit(atomic, planned, failures),
+    });
+    return reply.code(201).send(body);
   });
 
   app.patch(path, async (request) => {

@@ -8,7 +8,9 @@ export function representation(stored: StoredResource, registry: ResourceRegistr
   if (!decl) throw new Error(`undeclared collection ${stored.collection}`);
   const links: Links = { self: link(`/${decl.collection}/${stored.id}`), collection: link(`/${decl.collection}`) };
   const fields: Record<string, unknown> = { id: stored.id };
-  for (const prop of Object.keys(decl.properties)) if (prop in stored.data) fields[prop] = stored.data[prop];
+  for (const prop of Object.keys(decl.properties)) {
+    if (Object.hasOwn(stored.data, prop)) fields[prop] = stored.data[prop];
+  }
   fields.createdAt = stored.createdAt;
   fields.updatedAt = stored.updatedAt;
 

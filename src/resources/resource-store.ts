@@ -1,6 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { cloudEventRecord } from '../events/cloud-event';
 import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import { writeThenRead } from '../kafka/read-your-writes';
 
 export interface StoredResource {
   collection: string;
@@ -68,8 +69,7 @@ export class ResourceStore {
         data: { event: `${w.name}.${event}`, resource: `/${key}`, id, ...(stored ? { data: stored.data } : {}) },
       }));
     }
-    const positions = await this.deps.publisher.publish(records);
-    await this.deps.view.waitFor(positions, this.deps.timeoutMs);
+    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) => this.deps.publisher.publish(records, { timeoutMs }));
     return results;
   }
 }

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { promisify } from 'node:util';
+import ipaddr from 'ipaddr.js';
 
 /*
  * Where callbacks may go. Unless CALLBACK_ALLOW_PRIVATE is set, any address
@@ -8,30 +9,49 @@ import { promisify } from 'node:util';
  * reserved or otherwise not on the public internet is refused, both when the
  * subscription is made and, through the connection's own DNS lookup, when
  * each callback is sent (a name that resolves elsewhere later is caught too).
+ * ipaddr.js classifies the ranges (IANA special-purpose registries); only
+ * `unicast` is public.
  */
-const blocked = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['2002::', 16],
-  ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) blocked.addSubnet(net, bits, 'ipv6');
 
+/** IPv6 prefixes whose last 32 bits are an IPv4 address that the packet ends up at. */
+const EMBEDS_IPV4_IN_LAST_32_BITS = [
+  '::/96', // IPv4-compatible (deprecated, RFC 4291): ::a.b.c.d; also :: and ::1, which embed 0.0.0.0/8
+  '::ffff:0:0/96', // IPv4-mapped: ::ffff:a.b.c.d
+  '::ffff:0:0:0/96', // IPv4-translated (SIIT, RFC 6145): ::ffff:0:a.b.c.d
+  '64:ff9b::/96', // NAT64 well-known prefix (RFC 6052)
+].map((cidr) => ipaddr.IPv6.parseCIDR(cidr));
+/** 6to4 (RFC 3056): 2002:AABB:CCDD::/48 reaches A.B.C.D. */
+const SIX_TO_FOUR = ipaddr.IPv6.parseCIDR('2002::/16');
+/** IPv6 global unicast; ipaddr.js calls the unassigned rest `unicast` too. */
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+
+const fromWords = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 255, low >> 8, low & 255]);
+
+/**
+ * The IPv4 address an IPv6 address embeds, for the forms that are judged by it.
+ * Teredo (2001::/32) is not among them: ipaddr.js ranks it `teredo`, so it is
+ * refused outright; its client address is obfuscated and no callback needs it.
+ */
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const p = address.parts;
+  if (EMBEDS_IPV4_IN_LAST_32_BITS.some((net) => address.match(net))) return fromWords(p[6], p[7]);
+  if (address.match(SIX_TO_FOUR)) return fromWords(p[1], p[2]);
+  return undefined;
+}
+
+/** True unless the address is a public unicast one; anything unparseable is internal. */
 export function isInternalAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family !== 6) return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address) ?? /^::(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return blocked.check(mapped[1], 'ipv4');
-  const hexMapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hexMapped) {
-    const n = (parseInt(hexMapped[1], 16) << 16) | parseInt(hexMapped[2], 16);
-    return blocked.check([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.'), 'ipv4');
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(address);
+  } catch {
+    return true;
   }
-  return blocked.check(address, 'ipv6');
+  if (parsed.kind() === 'ipv4') return parsed.range() !== 'unicast';
+  const v6 = parsed as ipaddr.IPv6;
+  const v4 = embeddedIPv4(v6);
+  if (v4) return v4.range() !== 'unicast';
+  return v6.range() !== 'unicast' || !v6.match(GLOBAL_UNICAST);
 }
 
 export type Lookup = (host: string) => Promise<string[]>;

@@ -28,3 +28,11 @@ export function subscriptionRepresentation(s: Subscription, attempts: DeliveryAt
     updatedAt: s.updatedAt,
   }, links);
 }
+
+/** The answer that creates a subscription (201, or a task's 202): the only time its secret is shown. */
+export function newSubscriptionRepresentation(s: Subscription): HalResource {
+  const rep = subscriptionRepresentation(s, [], true);
+  rep.message = 'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) '
+    + 'and is shown only now.';
+  return rep;
+}

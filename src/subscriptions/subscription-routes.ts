@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { tenantOf } from '../http/auth';
 import { halResource, link } from '../http/hal';
+import { idempotently } from '../http/idempotency';
+import type { IdempotencyKeys } from '../http/idempotency-keys';
 import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
 import { problem, ProblemError } from '../http/problem';
 import { compile, requireObjectBody, validationErrors } from '../http/validation';
@@ -9,7 +11,7 @@ import type { TaskSubscriber } from '../tasks/task-routes';
 import type { TaskStore } from '../tasks/task-store';
 import { checkCallbackUrl } from './callback-url-policy';
 import type { Subscription, SubscriptionMode } from './subscription';
-import { subscriptionRepresentation } from './subscription-representation';
+import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscription-representation';
 import type { SubscriptionStore } from './subscription-store';
 
 export interface SubscriptionRouteDeps {
@@ -18,6 +20,8 @@ export interface SubscriptionRouteDeps {
   /** every event kind the API publishes, the ones `events` may name */
   eventKinds: string[];
   allowPrivate: boolean;
+  /** Idempotency-Key state; without it the header is ignored */
+  idempotency?: IdempotencyKeys;
 }
 
 type IdParams = { Params: { id: string } };
@@ -38,7 +42,18 @@ export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
     async prepare(tenant, callbackUrl, mode) {
       await assertCallbackAllowed(callbackUrl, deps.allowPrivate);
       const id = randomUUID();
-      return { id, records: (taskId) => [deps.store.draft({ tenant, callbackUrl, mode, taskId }, id).record] };
+      // One draft per task, so the secret the 202 shows is the one written with the task.
+      let drafted: ReturnType<SubscriptionStore['draft']> | undefined;
+      return {
+        id,
+        records(taskId) {
+          if (drafted?.subscription.taskId !== taskId) {
+            drafted = deps.store.draft({ tenant, callbackUrl, mode, taskId }, id);
+          }
+          return [drafted.record];
+        },
+        created: () => drafted && newSubscriptionRepresentation(drafted.subscription),
+      };
     },
   };
 }
@@ -77,9 +92,24 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
       throw new ProblemError('validation-failed', 'The task to subscribe to does not exist.', { errors: [problem('invalid-field', `/taskId names no task of yours`, { instance: '/taskId' })] });
     }
     await assertCallbackAllowed(body.callbackUrl as string, deps.allowPrivate);
-    const created = await store.create({ tenant, callbackUrl: body.callbackUrl as string, mode: body.mode as SubscriptionMode, taskId, events: body.events as string[] | undefined });
-    const rep = subscriptionRepresentation(created, [], true);
-    rep.message = 'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) and is shown only now.';
+    const created = await idempotently<Subscription>(request, reply, deps.idempotency, {
+      // The store chooses the id; its write is the subscription's one record, keyed by it.
+      describe: (records) => ({ status: 201, ids: records.slice(0, 1).map((r) => r.key) }),
+      replay: (answer) => {
+        const s = store.get(answer.ids[0]);
+        if (!s) {
+          const detail = `The subscription this Idempotency-Key created (${answer.ids[0]}) no longer exists.`;
+          throw new ProblemError('not-found', detail);
+        }
+        return s;
+      },
+      create: () => store.create({
+        tenant, callbackUrl: body.callbackUrl as string, mode: body.mode as SubscriptionMode, taskId,
+        events: body.events as string[] | undefined,
+      }),
+    });
+    // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.
+    const rep = newSubscriptionRepresentation(created);
     return reply.code(201).header('location', `/subscriptions/${created.id}`).send(rep);
   });
 

@@ -1,5 +1,6 @@
 import { v4 as uuidv4 } from 'uuid';
 import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import { writeThenRead } from '../kafka/read-your-writes';
 import type { DeliveryHistory } from './delivery-attempt';
 import type { CancelReason, Subscription, SubscriptionMode } from './subscription';
 import { newSecret } from './webhook-signature';
@@ -60,7 +61,6 @@ export class SubscriptionStore {
   }
 
   private async write(records: OutgoingRecord[]): Promise<void> {
-    const positions = await this.deps.publisher.publish(records);
-    await this.deps.view.waitFor(positions, this.deps.timeoutMs);
+    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) => this.deps.publisher.publish(records, { timeoutMs }));
   }
 }

@@ -1,3 +1,4 @@
+import { writeThenRead } from '../kafka/read-your-writes';
 import type { OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
 import { taskEventRecords, type TaskTopics } from './task-events';
 import type { TaskRecord, TaskSnapshot } from './task-snapshot';
@@ -27,10 +28,10 @@ export async function acceptTask(
   };
   let snapshot = draft;
   const [event] = taskEventRecords(deps.topics, 'task.accepted', draft, { input: task.input });
-  const positions = await deps.publisher.publishStaged([event], ([first]: RecordPosition[]) => {
+  const withSnapshot = ([first]: RecordPosition[]) => {
     snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
     return [{ topic: deps.topics.tasks, key: task.taskId, value: JSON.stringify(snapshot) }, ...alongside];
-  });
-  await deps.view.waitFor(positions, deps.timeoutMs);
+  };
+  await writeThenRead(deps.view, deps.timeoutMs, (timeoutMs) => deps.publisher.publishStaged([event], withSnapshot, { timeoutMs }));
   return snapshot;
 }

@@ -28,7 +28,11 @@ export function taskEventRecords(topics: TaskTopics, kind: TaskEventKind, snapsh
   const time = snapshot.updatedAt;
   const value: TaskEvent = { event: kind, taskId: snapshot.taskId, type: snapshot.type, attempt: snapshot.attempt, time, data };
   return [
-    cloudEventRecord({ topic: topics.taskEvents, key: snapshot.taskId, type: kind, subject: snapshot.taskId, data: value, time }),
+    cloudEventRecord({
+      topic: topics.taskEvents, key: snapshot.taskId, type: kind, subject: snapshot.taskId, data: value, time,
+      // The bridge matches a task's events to its tenant's subscriptions without keeping a view of every task.
+      extensions: { tenant: snapshot.tenant },
+    }),
     { topic: topics.tasks, key: snapshot.taskId, value: JSON.stringify(snapshot) },
   ];
 }

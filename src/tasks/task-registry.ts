@@ -21,11 +21,18 @@ export class TaskRegistry {
     return [...this.types.keys()];
   }
 
+  all(): TaskType[] {
+    return [...this.types.values()].map((t) => t.type);
+  }
+
   /** Field errors for a type name and its input; pointers are `/type` and `/input/...`. */
   inputErrors(typeName: unknown, input: unknown): ProblemDetail[] {
     const entry = typeof typeName === 'string' ? this.types.get(typeName) : undefined;
     if (!entry) {
-      return [problem('invalid-field', `/type must be one of: ${this.names().join(', ')}`, { instance: '/type' })];
+      // The declared types, with their input schemas, are at /task-types.
+      return [problem('invalid-field', `/type must be one of: ${this.names().join(', ')} (see /task-types)`, {
+        instance: '/type', _links: { 'task-types': { href: '/task-types' } },
+      })];
     }
     return validationErrors(entry.validate, input, '/input');
   }

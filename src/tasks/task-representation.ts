@@ -9,10 +9,22 @@ const MESSAGES: Record<TaskSnapshot['status'], string> = {
   cancelled: 'The task was cancelled.',
 };
 
-/** The task-tracking resource: where the task's events are, and its state; its subscription embeds on request. */
-export function taskRepresentation(t: TaskSnapshot, cancelRequested = false, subscriptionOf?: (id: string) => HalResource | undefined): HalResource {
+const SECRET_NOTE = ' Keep _embedded.subscription.secret: it signs the callbacks (Standard Webhooks) '
+  + 'and is shown only now.';
+
+/**
+ * The task-tracking resource: where the task's events are, and its state; its subscription embeds on
+ * request. `created` is the subscription this very request made, with its secret: embedded by default.
+ */
+export function taskRepresentation(
+  t: TaskSnapshot,
+  cancelRequested = false,
+  subscriptionOf?: (id: string) => HalResource | undefined,
+  created?: HalResource,
+): HalResource {
   const embeddable: Record<string, EmbedResolver> = {};
-  if (t.subscription && subscriptionOf) embeddable.subscription = () => subscriptionOf(t.subscription as string);
+  if (created) embeddable.subscription = () => created;
+  else if (t.subscription && subscriptionOf) embeddable.subscription = () => subscriptionOf(t.subscription as string);
   const links: Links = { self: link(`/tasks/${t.taskId}`), collection: link('/tasks') };
   if (t.subscription) links.subscription = link(`/subscriptions/${t.subscription}`);
   const pendingCancel = cancelRequested && !isFinal(t.status);
@@ -21,7 +33,9 @@ export function taskRepresentation(t: TaskSnapshot, cancelRequested = false, sub
     taskId: t.taskId,
     type: t.type,
     status: t.status,
-    message: `${pendingCancel ? 'Cancellation requested. ' : ''}${MESSAGES[t.status]} Events: topic ${t.topic}, key ${t.taskId}, from partition ${t.partition} offset ${t.offset}.`,
+    message: `${pendingCancel ? 'Cancellation requested. ' : ''}${MESSAGES[t.status]} `
+      + `Events: topic ${t.topic}, key ${t.taskId}, from partition ${t.partition} offset ${t.offset}.`
+      + (created ? SECRET_NOTE : ''),
     topic: t.topic,
     key: t.taskId,
     partition: t.partition,
@@ -35,5 +49,5 @@ export function taskRepresentation(t: TaskSnapshot, cancelRequested = false, sub
     ...(t.startedAt ? { startedAt: t.startedAt } : {}),
     ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
     updatedAt: t.updatedAt,
-  }, links, embeddable);
+  }, links, embeddable, created ? ['subscription'] : []);
 }

@@ -1,19 +1,34 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { v4 as uuidv4 } from 'uuid';
 import { tenantOf } from '../http/auth';
 import { halResource, link, type HalResource } from '../http/hal';
+import { idempotently } from '../http/idempotency';
+import type { IdempotencyKeys } from '../http/idempotency-keys';
 import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
+import { preferredWait } from '../http/prefer';
 import { problem, ProblemError, type ProblemDetail } from '../http/problem';
 import { compile, requireObjectBody, validationErrors } from '../http/validation';
-import type { OutgoingRecord } from '../kafka/types';
+import type { OutgoingRecord, PartitionReader } from '../kafka/types';
+import type { Logger } from '../logger';
+import { taskEventRoutes } from './task-event-routes';
 import type { TaskRegistry } from './task-registry';
 import { taskRepresentation } from './task-representation';
 import { isFinal, TASK_STATUSES, type TaskSnapshot, type TaskStatus } from './task-snapshot';
 import type { TaskStore } from './task-store';
 
+/** A subscription made for a task, written in the task's acceptance transaction. */
+export interface PreparedSubscription {
+  id: string;
+  /** its records for the task; the same subscription (and secret) on every call for one task */
+  records(taskId: string): OutgoingRecord[];
+  /** after records(): its representation with the secret, shown once in the 202 */
+  created(): HalResource | undefined;
+}
+
 /** What a callbackUrl in POST /tasks turns into; the subscriptions module provides it. */
 export interface TaskSubscriber {
   /** validates the callback; throws a 403 ProblemError when it is rejected */
-  prepare(tenant: string, callbackUrl: string, mode: 'once' | 'continuous'): Promise<{ id: string; records(taskId: string): OutgoingRecord[] }>;
+  prepare(tenant: string, callbackUrl: string, mode: 'once' | 'continuous'): Promise<PreparedSubscription>;
 }
 
 export interface TaskRouteDeps {
@@ -22,6 +37,12 @@ export interface TaskRouteDeps {
   subscriber?: TaskSubscriber;
   /** the representation of a task's subscription, for `?embedded=subscription` */
   subscriptionOf?: (id: string) => HalResource | undefined;
+  /** a subscription as its creating answer showed it, secret included: a repeated keyed POST shows it again */
+  createdSubscriptionOf?: (id: string) => HalResource | undefined;
+  /** Idempotency-Key state; without it the header is ignored */
+  idempotency?: IdempotencyKeys;
+  /** reads a task's partition for GET /tasks/{id}/events; without it that route is absent */
+  events?: { reader: PartitionReader; timeoutMs: number; heartbeatMs: number; logger: Logger };
 }
 
 const validateSubmission = compile({
@@ -46,6 +67,42 @@ const validateStatusPatch = compile({
 type ListQuery = PageQuery & { type?: string; status?: TaskStatus };
 type TaskParams = { Params: { taskId: string } };
 
+/**
+ * How long a client should wait before polling a task that is not final
+ * (Retry-After, seconds): often at first, when short tasks end, then less.
+ */
+export function pollIntervalSeconds(t: TaskSnapshot, now = Date.now()): number {
+  const age = now - Date.parse(t.createdAt);
+  return age < 10000 ? 1 : age < 60000 ? 2 : 5;
+}
+
+/**
+ * Holds the request until its task is final, for at most `Prefer: wait`
+ * seconds. The connection's idle limit is lifted meanwhile: a silent wait is
+ * not an idle client. A client that leaves ends the wait.
+ */
+async function waitAsPreferred(
+  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, store: TaskStore, task: TaskSnapshot,
+): Promise<TaskSnapshot | undefined> {
+  const wait = preferredWait(request);
+  reply.header('vary', 'Prefer');
+  if (wait === undefined) return task;
+  reply.header('preference-applied', `wait=${wait}`);
+  if (isFinal(task.status) || wait === 0) return task;
+  const socket = request.raw.socket;
+  const idle = app.server.timeout;
+  if (idle > 0) socket.setTimeout(idle + wait * 1000);
+  const left = new AbortController();
+  const onClose = () => left.abort();
+  reply.raw.once('close', onClose);
+  try {
+    return await store.awaitFinal(task.taskId, wait * 1000, left.signal);
+  } finally {
+    reply.raw.off('close', onClose);
+    if (idle > 0 && !socket.destroyed) socket.setTimeout(idle);
+  }
+}
+
 export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Promise<void> {
   const { store, registry } = deps;
   const represent = (t: TaskSnapshot) => taskRepresentation(t, store.cancelRequested(t.taskId), deps.subscriptionOf);
@@ -57,6 +114,12 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     return task;
   }
 
+  /** A tracking resource that is not final says when to look again. */
+  function tracking(reply: FastifyReply, t: TaskSnapshot): FastifyReply {
+    if (!isFinal(t.status)) reply.header('retry-after', String(pollIntervalSeconds(t)));
+    return reply;
+  }
+
   // Spec: an asynchronous operation answers 202 with a task-tracking resource.
   app.post('/tasks', async (request, reply) => {
     const body = requireObjectBody(request.body);
@@ -64,15 +127,43 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     if (errors.length === 0) errors.push(...registry.inputErrors(body.type, body.input));
     if (errors.length > 0) throw new ProblemError('validation-failed', 'The task submission is invalid; see errors.', { errors });
     const tenant = tenantOf(request);
-    let subscription: Awaited<ReturnType<TaskSubscriber['prepare']>> | undefined;
-    if (typeof body.callbackUrl === 'string') {
-      if (!deps.subscriber) throw new ProblemError('validation-failed', 'Callbacks are not enabled on this api.', { errors: [problem('invalid-field', '/callbackUrl is not supported here', { instance: '/callbackUrl' })] });
-      subscription = await deps.subscriber.prepare(tenant, body.callbackUrl, (body.mode as 'once' | 'continuous' | undefined) ?? 'once');
-    }
-    const task = await store.submit({
-      tenant, type: body.type as string, input: body.input, subscription: subscription?.id, alongside: subscription?.records,
+    // Chosen now, so an Idempotency-Key's answer can name the task in the transaction that creates it.
+    const taskId = uuidv4();
+    let subscription: PreparedSubscription | undefined;
+    type Accepted = { task: TaskSnapshot; created?: HalResource };
+    const accepted = await idempotently<Accepted>(request, reply, deps.idempotency, {
+      describe: () => ({ status: 202, ids: [taskId, ...(subscription ? [subscription.id] : [])] }),
+      replay: (answer) => {
+        const task = store.get(answer.ids[0]);
+        if (!task) {
+          const detail = `The task this Idempotency-Key created (${answer.ids[0]}) has been forgotten since.`;
+          throw new ProblemError('not-found', detail);
+        }
+        const subscriptionId = answer.ids[1];
+        const created = subscriptionId === undefined ? undefined : deps.createdSubscriptionOf?.(subscriptionId);
+        return { task, created };
+      },
+      create: async () => {
+        if (typeof body.callbackUrl === 'string') {
+          if (!deps.subscriber) {
+            throw new ProblemError('validation-failed', 'Callbacks are not enabled on this api.', {
+              errors: [problem('invalid-field', '/callbackUrl is not supported here', { instance: '/callbackUrl' })],
+            });
+          }
+          const mode = (body.mode as 'once' | 'continuous' | undefined) ?? 'once';
+          subscription = await deps.subscriber.prepare(tenant, body.callbackUrl, mode);
+        }
+        const task = await store.submit({
+          taskId, tenant, type: body.type as string, input: body.input,
+          subscription: subscription?.id, alongside: subscription?.records,
+        });
+        // A subscription made here shows its secret in this 202, the one time it is shown.
+        return { task, created: subscription?.created() };
+      },
     });
-    return reply.code(202).header('location', `/tasks/${task.taskId}`).send(represent(task));
+    const task = (await waitAsPreferred(app, request, reply, store, accepted.task)) ?? accepted.task;
+    const rep = taskRepresentation(task, store.cancelRequested(task.taskId), deps.subscriptionOf, accepted.created);
+    return tracking(reply, task).code(202).header('location', `/tasks/${task.taskId}`).send(rep);
   });
 
   app.get<{ Querystring: ListQuery }>('/tasks', {
@@ -95,8 +186,13 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     );
   });
 
-  app.get<TaskParams>('/tasks/:taskId', async (request) => {
-    return represent(ownTask(tenantOf(request), request.params.taskId));
+  app.get<TaskParams>('/tasks/:taskId', async (request, reply) => {
+    const tenant = tenantOf(request);
+    const task = ownTask(tenant, request.params.taskId);
+    const now = await waitAsPreferred(app, request, reply, store, task);
+    // Forgotten while waiting (DELETE, or its retention ended): gone, like any other unknown task.
+    const current = ownTask(tenant, now?.taskId ?? task.taskId);
+    return tracking(reply, current).send(represent(current));
   });
 
   // Spec: a status update is a PATCH. Cancelling is asynchronous: 202, then task.cancelled.
@@ -107,6 +203,20 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     if (errors.length > 0) throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', { errors });
     if (isFinal(task.status)) throw new ProblemError('task-already-finished', `The task has already ${task.status}; it cannot be cancelled.`);
     await store.requestCancel(task.taskId);
-    return reply.code(202).send(taskRepresentation(store.get(task.taskId) ?? task, true));
+    const current = store.get(task.taskId) ?? task;
+    return tracking(reply, current).code(202).send(taskRepresentation(current, true));
   });
+
+  // Forgetting is for finished tasks; a running one is cancelled first (PATCH). A repeat is 404: it is gone.
+  app.delete<TaskParams>('/tasks/:taskId', async (request, reply) => {
+    const task = ownTask(tenantOf(request), request.params.taskId);
+    if (!isFinal(task.status)) {
+      throw new ProblemError('task-not-finished',
+        `The task is ${task.status}; only a finished task can be forgotten. Cancel it with PATCH first.`);
+    }
+    await store.forget([task.taskId]);
+    return reply.code(204).send();
+  });
+
+  if (deps.events) await taskEventRoutes(app, { store, ownTask, ...deps.events });
 }

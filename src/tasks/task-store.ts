@@ -1,15 +1,21 @@
 import { v4 as uuidv4 } from 'uuid';
 import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import { writeThenRead } from '../kafka/read-your-writes';
 import { acceptTask } from './task-acceptance';
 import type { TaskTopics } from './task-events';
 import type { TaskRequest } from './task-request';
-import { cancelKey, isSnapshot, type CancelRequest, type TaskRecord, type TaskSnapshot, type TaskStatus } from './task-snapshot';
+import { FinalWaiters } from './final-waiters';
+import {
+  cancelKey, isFinal, isSnapshot, type CancelRequest, type TaskRecord, type TaskSnapshot, type TaskStatus,
+} from './task-snapshot';
 
 export interface TaskStoreDeps {
   view: StateView<TaskRecord>;
   publisher: Publisher;
   topics: TaskTopics & { taskRequests: string };
   timeoutMs: number;
+  /** finished tasks are forgotten this long after they finished (TASK_RETENTION_MS) */
+  retentionMs: number;
 }
 
 export interface Submission {
@@ -19,15 +25,35 @@ export interface Submission {
   /** records to write in the same transaction (the subscription a callbackUrl creates) */
   alongside?: (taskId: string) => OutgoingRecord[];
   subscription?: string;
+  /** chosen by a caller that must name the task before it exists (an Idempotency-Key's answer); else UUIDv4 */
+  taskId?: string;
 }
 
-/** The api's side of tasks: submit, read, list, ask to cancel. It never runs task code. */
-export class TaskStore {
-  constructor(private readonly deps: TaskStoreDeps) {}
+/** When a finished task is forgotten; undefined while it is not finished. */
+export function expiresAt(t: TaskSnapshot, retentionMs: number): number | undefined {
+  if (!isFinal(t.status)) return undefined;
+  return Date.parse(t.finishedAt ?? t.updatedAt) + retentionMs;
+}
 
-  get(taskId: string): TaskSnapshot | undefined {
+/**
+ * The api's side of tasks: submit, read, list, wait, ask to cancel, forget. It
+ * never runs task code. A finished task past its retention is not found, even
+ * in the moment before the sweeper's tombstone reaches the view.
+ */
+export class TaskStore {
+  private readonly finals: FinalWaiters;
+
+  constructor(private readonly deps: TaskStoreDeps) {
+    this.finals = new FinalWaiters(deps.view);
+  }
+
+  get retentionMs(): number {
+    return this.deps.retentionMs;
+  }
+
+  get(taskId: string, now = Date.now()): TaskSnapshot | undefined {
     const r = this.deps.view.get(taskId);
-    return isSnapshot(r) ? r : undefined;
+    return isSnapshot(r) && !this.expired(r, now) ? r : undefined;
   }
 
   cancelRequested(taskId: string): boolean {
@@ -35,13 +61,21 @@ export class TaskStore {
   }
 
   list(tenant: string, filter: { type?: string; status?: TaskStatus }): TaskSnapshot[] {
+    const now = Date.now();
     const out: TaskSnapshot[] = [];
     for (const r of this.deps.view.values()) {
-      if (!isSnapshot(r) || r.tenant !== tenant) continue;
+      if (!isSnapshot(r) || r.tenant !== tenant || this.expired(r, now)) continue;
       if ((filter.type && r.type !== filter.type) || (filter.status && r.status !== filter.status)) continue;
       out.push(r);
     }
     return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.taskId < b.taskId ? -1 : 1));
+  }
+
+  /** Finished tasks whose retention has passed and that the view still holds: the sweeper's work. */
+  expiredTaskIds(now = Date.now()): string[] {
+    const out: string[] = [];
+    for (const r of this.deps.view.values()) if (isSnapshot(r) && this.expired(r, now)) out.push(r.taskId);
+    return out;
   }
 
   /**
@@ -50,7 +84,7 @@ export class TaskStore {
    * position of the task's first event.
    */
   async submit(s: Submission): Promise<TaskSnapshot> {
-    const taskId = uuidv4();
+    const taskId = s.taskId ?? uuidv4();
     const request: TaskRequest = { type: s.type, input: s.input, tenant: s.tenant, submittedAt: new Date().toISOString(), accepted: true };
     const snapshot = await acceptTask(
       this.deps,
@@ -60,10 +94,44 @@ export class TaskStore {
     return this.get(taskId) ?? snapshot;
   }
 
+  /**
+   * Resolves with the task once it is final, or gone (forgotten), or after
+   * timeoutMs, or when `signal` aborts (the client left): whichever is first.
+   * Woken by the view, never by polling.
+   */
+  async awaitFinal(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<TaskSnapshot | undefined> {
+    const now = this.get(taskId);
+    if (!now || isFinal(now.status) || timeoutMs <= 0) return now;
+    await this.finals.wait(taskId, timeoutMs, signal);
+    return this.get(taskId);
+  }
+
   /** Records the request; the runner that owns the task aborts it and publishes task.cancelled. */
   async requestCancel(taskId: string): Promise<void> {
     const request: CancelRequest = { cancel: true, taskId, requestedAt: new Date().toISOString() };
-    const positions = await this.deps.publisher.publish([{ topic: this.deps.topics.tasks, key: cancelKey(taskId), value: JSON.stringify(request) }]);
-    await this.deps.view.waitFor(positions, this.deps.timeoutMs);
+    const record = { topic: this.deps.topics.tasks, key: cancelKey(taskId), value: JSON.stringify(request) };
+    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) => this.deps.publisher.publish([record], { timeoutMs }));
+  }
+
+  /**
+   * Tombstones finished tasks (their snapshots and any cancellation request):
+   * compaction then drops them, so memory and start-up replay follow the
+   * retention window. Only final tasks are ever passed here; nothing writes a
+   * final task's snapshot again, so a tombstone can never erase a live task.
+   * Writing one twice (two api instances sweeping) is harmless.
+   */
+  async forget(taskIds: string[], options: { wait: boolean } = { wait: true }): Promise<void> {
+    const records = taskIds.flatMap((taskId) => [
+      { topic: this.deps.topics.tasks, key: taskId, value: null },
+      { topic: this.deps.topics.tasks, key: cancelKey(taskId), value: null },
+    ]);
+    const publish = (timeoutMs: number) => this.deps.publisher.publish(records, { timeoutMs });
+    if (options.wait) await writeThenRead(this.deps.view, this.deps.timeoutMs, publish);
+    else await publish(this.deps.timeoutMs);
+  }
+
+  private expired(t: TaskSnapshot, now: number): boolean {
+    const at = expiresAt(t, this.deps.retentionMs);
+    return at !== undefined && at <= now;
   }
 }

@@ -37,15 +37,17 @@ describe('callback bridge process', () => {
     bridges.push(await startChildService('bridge', prefix));
 
     const deadline = Date.now() + 90000;
-    const seen = () => new Set(receiver.received.map((r) => r.json._links.resource.href));
+    // Callback links are absolute (PUBLIC_URL); the api's own links are relative to its root.
+    const path = (href: string) => new URL(href, 'http://api.invalid').pathname;
+    const seen = () => new Set(receiver.received.map((r) => path(r.json._links.resource.href)));
     while (seen().size < created.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     expect(seen()).toEqual(new Set(created));
 
     const idsByResource = new Map<string, Set<string>>();
     for (const r of receiver.received) {
-      const ids = idsByResource.get(r.json._links.resource.href) ?? new Set();
+      const ids = idsByResource.get(path(r.json._links.resource.href)) ?? new Set();
       ids.add(String(r.headers['webhook-id']));
-      idsByResource.set(r.json._links.resource.href, ids);
+      idsByResource.set(path(r.json._links.resource.href), ids);
     }
     for (const ids of idsByResource.values()) expect(ids.size).toBe(1);
     expect(beforeRestart).toBeGreaterThan(0);

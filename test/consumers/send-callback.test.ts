@@ -1,4 +1,5 @@
-import { backoffMs, retryAfterMs } from '../../consumers/callback-bridge/send-callback';
+import { backoffMs, createCallbackAgent, retryAfterMs, sendCallback } from '../../consumers/callback-bridge/send-callback';
+import { Receiver } from '../support/receiver';
 
 describe('retry timing', () => {
   test('Retry-After is read as seconds or as an HTTP date', () => {
@@ -17,5 +18,28 @@ describe('retry timing', () => {
     expect(backoffMs(20, 1000, 60000, undefined, () => 1)).toBe(60000);
     expect(backoffMs(3, 1000, 60000, 2500)).toBe(2500);
     expect(backoffMs(3, 1000, 60000, 10 * 60000)).toBe(60000);
+  });
+});
+
+describe('the callback agent checks every connection', () => {
+  test('a literal internal IP (which skips DNS) is refused at connect time unless private targets are allowed', async () => {
+    const receiver = await new Receiver().start();
+    const port = new URL(receiver.url).port;
+    const message = { subscriptionId: 's', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', webhookId: 'msg_1', event: 'e', body: '{}' };
+    const strict = createCallbackAgent(false);
+    const lenient = createCallbackAgent(true);
+    try {
+      for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]']) {
+        const refused = await sendCallback({ ...message, callbackUrl: `http://${host}:${port}/hook` }, strict, 2000);
+        expect(refused).toMatchObject({ outcome: 'failed' });
+        expect(refused.outcome === 'failed' && refused.error).toMatch(/EADDRNOTALLOWED/);
+      }
+      expect(receiver.received).toHaveLength(0);
+      const allowed = await sendCallback({ ...message, callbackUrl: `http://127.0.0.1:${port}/hook` }, lenient, 2000);
+      expect(allowed).toMatchObject({ outcome: 'delivered', statusCode: 200 });
+      expect(receiver.received).toHaveLength(1);
+    } finally {
+      await Promise.all([strict.close(), lenient.close(), receiver.stop()]);
+    }
   });
 });

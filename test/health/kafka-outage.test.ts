@@ -57,7 +57,8 @@ maybe('Kafka down under a running api', () => {
     expect((await http(api.url, '/users/u-ada')).status).toBe(200);
 
     broker = await startLocalBroker({ cacheDir, persistent: true, dataDir });
-    const deadline = Date.now() + 90000;
+    const back = Date.now();
+    const deadline = back + 90000;
     let status = 0;
     while (Date.now() < deadline) {
       status = (await http(api.url, '/orders', { body: order })).status;
@@ -65,6 +66,7 @@ maybe('Kafka down under a running api', () => {
       await new Promise((r) => setTimeout(r, 500));
     }
     expect(status).toBe(201);
+    console.log(`kafka-outage: first write succeeded ${Date.now() - back} ms after the broker accepted connections again`);
     expect((await http(api.url, '/health/ready')).status).toBe(200);
     const submitted = await http(api.url, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
     expect(submitted.status).toBe(202);

@@ -103,7 +103,8 @@ describe('callbacks', () => {
     expect(r.received).toHaveLength(1);
     expect(cb.path).toBe('/done?x=1');
     expect(cb.headers['content-type']).toBe('application/json');
-    expect(cb.json).toMatchObject({ _links: { self: { href: subHref }, task: { href: `/tasks/${task.body.taskId}` } }, UUID: subHref.split('/').pop(), event: 'task.succeeded', taskId: task.body.taskId, data: { result: { steps: 3 } } });
+    // Callback links are absolute (PUBLIC_URL, else the api's own address), so a receiver can follow them.
+    expect(cb.json).toMatchObject({ _links: { self: { href: `${base}${subHref}` }, task: { href: `${base}/tasks/${task.body.taskId}` } }, UUID: subHref.split('/').pop(), event: 'task.succeeded', taskId: task.body.taskId, data: { result: { steps: 3 } } });
     await until(async () => ((await http(base, subHref)).body.status === 'cancelled' ? true : undefined));
     expect((await http(base, subHref)).body).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once', counts: { delivered: 1 } });
     expect(cb.headers['webhook-id']).toMatch(/^msg_/);
@@ -144,7 +145,7 @@ describe('callbacks', () => {
     const created = await http(base, '/orders', { body: { order: [order(1), order(2)] } });
     await r.waitFor(8);
     expect(r.received.slice(6).map((e) => e.json.event)).toEqual(['order.created', 'order.created']);
-    expect(r.received[6].json._links.resource.href).toMatch(/^\/orders\//);
+    expect(r.received[6].json._links.resource.href.startsWith(`${base}/orders/`)).toBe(true);
     expect((await http(base, `/subscriptions/${sub.body.UUID}`, { method: 'PUT' })).status).toBe(202);
     await http(base, created.body._embedded.orders[0]._links.self.href, { method: 'PATCH', body: { status: 'paid' } });
     await http(base, '/orders', { body: order(3) });

@@ -41,10 +41,7 @@ export class Receiver {
         if (reply.delayMs) setTimeout(send, reply.delayMs).unref(); else send();
       });
     });
-    this.server.keepAliveTimeout = 1000;
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    this.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    this.url = await listenOnLoopback(this.server);
     return this;
   }
 
@@ -59,4 +56,12 @@ export class Receiver {
     while (this.received.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     return this.received;
   }
+}
+
+/** Listens on a free loopback port; short keep-alive so a stopped receiver does not wait on idle sockets. */
+export async function listenOnLoopback(server: Server): Promise<string> {
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config, type Role } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService, type RunningService } from '../../src/service';
+import { waitForKafka } from '../../src/startup/wait-for-kafka';
 
 export const TENANT_A_KEY = 'key-tenant-a-0123456789';
 export const TENANT_B_KEY = 'key-tenant-b-0123456789';
@@ -31,7 +32,15 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
   });
 }
 
+/**
+ * Starts the service in this process as `main` does: patiently, so a first write that times out on a machine
+ * whose cores are both busy is tried again instead of failing the test's setup.
+ */
 export async function startTestService(prefix: string, options: { role?: Role; env?: Record<string, string> } = {}): Promise<RunningService> {
   const config = testConfig(prefix, options.env);
-  return startService({ config, brokers: testBrokers(), logger: createLogger(config.logLevel), role: options.role });
+  const logger = createLogger(config.logLevel);
+  return waitForKafka(() => startService({ config, brokers: testBrokers(), logger, role: options.role }), {
+    brokers: testBrokers(), timeoutMs: config.kafkaStartupTimeoutMs, signal: new AbortController().signal, logger,
+    progress: () => undefined, discard: (service) => service.stop(),
+  });
 }

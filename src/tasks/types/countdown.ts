@@ -1,4 +1,4 @@
-import { sleep } from '../abortable-sleep';
+import { sleep } from '../../lib/abortable-sleep';
 import { defineTaskType, TaskProblem } from '../task-type';
 
 interface CountdownInput {
@@ -10,7 +10,9 @@ interface CountdownInput {
 /** For tests, demos and benchmarks: one task.progress per step, fails on demand. */
 export const countdown = defineTaskType<CountdownInput, { steps: number }>({
   name: 'countdown',
-  description: 'Counts steps, waiting stepMs between them; fails at step failAt when given.',
+  description: 'For tests and demos: counts to `steps`, waiting `stepMs` ms before each step and publishing '
+    + 'one task.progress per step; succeeds with {"steps": n}, or fails with a task-failed Problem at step '
+    + '`failAt` when given.',
   inputSchema: {
     type: 'object',
     properties: {

@@ -1,4 +1,4 @@
-import { sleep } from '../abortable-sleep';
+import { sleep } from '../../lib/abortable-sleep';
 import { defineTaskType } from '../task-type';
 
 interface OrderReportInput {
@@ -17,7 +17,10 @@ interface OrderReport {
 /** Reads the orders, streams progress, emits one output per status, returns the totals by status. */
 export const orderReport = defineTaskType<OrderReportInput, OrderReport>({
   name: 'order-report',
-  description: 'Totals the orders (count and itemCount) by status.',
+  description: 'Reads the orders (only those whose status is in `statuses`, when given), publishes one '
+    + 'task.progress per order and one task.output per status, and succeeds with the totals: orders and items, '
+    + 'overall and by status. '
+    + '`delayMs` waits between orders, to watch it in demos.',
   inputSchema: {
     type: 'object',
     properties: {
@@ -30,19 +33,22 @@ export const orderReport = defineTaskType<OrderReportInput, OrderReport>({
     const wanted = input.statuses ? new Set(input.statuses) : undefined;
     const orders = resources.list('orders').filter((o) => !wanted || wanted.has(String(o.data.status)));
     const report: OrderReport = { orders: 0, items: 0, byStatus: {} };
+    // A status is client data: a Map keeps `__proto__` or `constructor` an ordinary status, never the prototype.
+    const byStatus = new Map<string, { orders: number; items: number }>();
     for (const [i, order] of orders.entries()) {
       if (input.delayMs) await sleep(input.delayMs, signal);
       else if (signal.aborted) throw signal.reason;
       const status = String(order.data.status);
       const itemCount = Number(order.data.itemCount);
-      const bucket = (report.byStatus[status] ??= { orders: 0, items: 0 });
+      const bucket = byStatus.get(status) ?? { orders: 0, items: 0 };
+      byStatus.set(status, bucket);
       bucket.orders += 1;
       bucket.items += itemCount;
       report.orders += 1;
       report.items += itemCount;
       progress(i + 1, orders.length);
     }
-    for (const [status, totals] of Object.entries(report.byStatus)) output({ status, ...totals });
-    return report;
+    for (const [status, totals] of byStatus) output({ status, ...totals });
+    return { ...report, byStatus: Object.fromEntries(byStatus) };
   },
 });

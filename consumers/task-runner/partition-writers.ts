@@ -1,0 +1,83 @@
+import type { FencingPublisher, StateView } from '../../src/kafka/types';
+import type { TaskRecord } from '../../src/tasks/task-snapshot';
+
+interface Writer {
+  publisher: FencingPublisher;
+  /** the initialization of the transactional id after which the view was last synced */
+  syncedGeneration: number;
+}
+
+/** A partition's publisher, and the initialization after which the view shows every committed write. */
+export interface CheckedWriter {
+  publisher: FencingPublisher;
+  /** pass to a final write: it then lands only if nobody initialized the id since the view was read */
+  generation: number;
+}
+
+/**
+ * One fencing publisher per task-requests partition, under a transactional id
+ * named after the partition. Whoever owns the partition owns its tasks' writes:
+ * a new owner's first use fences the previous owner (a zombie after a
+ * rebalance or a pause), then syncs its view, so it starts from every final
+ * event the previous owner managed to commit. The view is synced again after
+ * any later initialization, for the same reason.
+ */
+export class PartitionWriters {
+  private readonly writers = new Map<number, Writer>();
+
+  constructor(
+    private readonly create: (transactionalId: string) => FencingPublisher,
+    private readonly transactionalIdPrefix: string,
+    private readonly view: StateView<TaskRecord>,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async checked(partition: number): Promise<CheckedWriter> {
+    const writer = this.writer(partition);
+    // The common case: nothing was initialized since the last sync, so the view already shows every final event.
+    const current = writer.publisher.generation;
+    if (current !== undefined && current === writer.syncedGeneration) return { publisher: writer.publisher, generation: current };
+    const generation = await writer.publisher.settled();
+    if (writer.syncedGeneration !== generation) {
+      await this.view.syncedSince(Date.now(), this.timeoutMs);
+      writer.syncedGeneration = generation;
+    }
+    return { publisher: writer.publisher, generation };
+  }
+
+  /**
+   * After a failed or uncertain write: waits until the publisher's transactions
+   * are over for good (committed or aborted), then syncs the view whatever the
+   * generation, so the caller sees whether the uncertain write landed.
+   */
+  async resolved(partition: number): Promise<CheckedWriter> {
+    const writer = this.writer(partition);
+    const generation = await writer.publisher.settled();
+    await this.view.syncedSince(Date.now(), this.timeoutMs);
+    writer.syncedGeneration = generation;
+    return { publisher: writer.publisher, generation };
+  }
+
+  private writer(partition: number): Writer {
+    let writer = this.writers.get(partition);
+    if (!writer) {
+      const publisher = this.create(`${this.transactionalIdPrefix}${partition}`);
+      writer = { publisher, syncedGeneration: -1 };
+      this.writers.set(partition, writer);
+    }
+    return writer;
+  }
+
+  /** The partition went to another runner: its next owner fences this id; drop ours. */
+  async release(partition: number): Promise<void> {
+    const writer = this.writers.get(partition);
+    this.writers.delete(partition);
+    await writer?.publisher.close();
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.writers.values()];
+    this.writers.clear();
+    await Promise.all(all.map((w) => w.publisher.close()));
+  }
+}

@@ -1,0 +1,9 @@
+/** The fast tier: no broker, no Java (fakes of the project's own ports). `npm test` runs it with everything else. */
+const base = require('./jest.config');
+
+module.exports = {
+  ...base,
+  roots: ['<rootDir>/test/unit'],
+  globalSetup: undefined,
+  globalTeardown: undefined,
+};

@@ -1,0 +1,295 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { writeThenRead } from '../kafka/read-your-writes';
+import type { OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView } from '../kafka/types';
+import { Deadline } from '../lib/deadline';
+import type { Logger } from '../logger';
+import type { ProblemDetail } from './problem';
+
+/** How long a key is remembered after its request created something (the IETF draft leaves it to the server). */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600 * 1000;
+/** claims live under their own key ('!' cannot start a tenant name), so a claim never overwrites an answer */
+const CLAIM_PREFIX = '!claim/';
+/** claim keys whose last record is older than this are tombstoned by the sweeper, to free memory */
+const CLAIM_CLEANUP_AFTER_MS = 3600 * 1000;
+
+/** What a keyed request answered: enough to answer a repeat the same way, from the current state. */
+export interface StoredAnswer {
+  status: number;
+  /** what the request created, in order (task ids, subscription ids, resource ids) */
+  ids: string[];
+  /** a request that created some things and failed others (a non-atomic bulk) */
+  errors?: ProblemDetail[];
+}
+
+/** "A request with this key is being handled": the first claim since the key was free wins. */
+interface ClaimRecord { kind: 'claim'; scope: string; claimId: string; fingerprint: string; at: number }
+/** The winner wrote nothing after all: the key is free again at once. */
+interface ReleaseRecord { kind: 'release'; scope: string; claimId: string; at: number }
+/** Written in the creation's own transaction: the request created something and answered this. */
+interface DoneRecord { kind: 'done'; scope: string; fingerprint: string; at: number; answer: StoredAnswer }
+export type IdempotencyRecord = ClaimRecord | ReleaseRecord | DoneRecord;
+
+export function decodeIdempotencyRecord(value: string): IdempotencyRecord {
+  const parsed = JSON.parse(value) as IdempotencyRecord;
+  const known = ['claim', 'release', 'done'].includes(parsed?.kind);
+  if (!known || typeof parsed.scope !== 'string' || typeof parsed.at !== 'number') {
+    throw new Error('not an idempotency record');
+  }
+  return parsed;
+}
+
+export type KeyDecision =
+  | { kind: 'replay'; answer: StoredAnswer }
+  | { kind: 'reused' }
+  | { kind: 'in-flight' }
+  | { kind: 'new'; run<T>(describe: Describe, create: () => Promise<T>): Promise<T> };
+
+/** The answer of a creation, from its write's records (for ids only the store chooses) or known before. */
+export type Describe = (records: OutgoingRecord[]) => StoredAnswer;
+
+interface Entry {
+  done?: DoneRecord;
+  claim?: ClaimRecord;
+}
+
+/** The keyed request being handled in this async context; its first write carries the done record. */
+interface Context {
+  claim: ClaimRecord;
+  describe: Describe;
+  deadline: Deadline;
+  /** a write was attempted: from then on the key stays claimed until done or expiry */
+  wrote: boolean;
+}
+
+export interface IdempotencyKeysDeps {
+  view: StateView<IdempotencyRecord>;
+  /** the process's own publisher, unwrapped */
+  publisher: Publisher;
+  topic: string;
+  partitionFor(key: string): number;
+  /** KAFKA_TIMEOUT_MS: the request's one deadline, and what bounds a claim's life */
+  timeoutMs: number;
+  logger: Logger;
+}
+
+/**
+ * Idempotency-Key (IETF draft) state, kept in a compacted topic so it holds
+ * across api instances and restarts.
+ *
+ * A keyed request first writes a claim, then waits for its view to apply it.
+ * Claims and answers of one key share a partition, and every instance folds
+ * them in that partition's order, so all agree: the first live claim wins,
+ * later ones are in flight (409). The winner's creation carries the done
+ * record in its own transaction (see wrap), so a creation can never be
+ * committed without its key, whatever crash or 503 happens.
+ *
+ * A claim lives 2 × KAFKA_TIMEOUT_MS + 5 s: a write of its request can commit
+ * only within 2 × KAFKA_TIMEOUT_MS of the claim (the request's deadline, plus
+ * the longest its transaction can outlive it), so a later claim never races a
+ * creation that could still land. The 5 s cover clock skew between instances.
+ */
+export class IdempotencyKeys {
+  private readonly entries = new Map<string, Entry>();
+  /** keys being handled by this process, with their fingerprints */
+  private readonly local = new Map<string, string>();
+  private readonly context = new AsyncLocalStorage<Context>();
+  readonly claimTtlMs: number;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: IdempotencyKeysDeps) {
+    this.claimTtlMs = 2 * deps.timeoutMs + 5000;
+    for (const value of deps.view.values()) {
+      this.apply(value.kind === 'done' ? value.scope : `${CLAIM_PREFIX}${value.scope}`, value);
+    }
+    deps.view.onChange((key, value) => this.apply(key, value));
+  }
+
+  /**
+   * Decides what a request with this key does: replay a stored answer, refuse
+   * (another body: reused; not answered yet: in flight), or go ahead as the
+   * key's one creator (`new`, whose run() must wrap the creation).
+   */
+  async begin(tenant: string, key: string, fingerprint: string): Promise<KeyDecision> {
+    const scope = `${tenant}/${key}`;
+    const known = this.decide(scope, fingerprint);
+    if (known) return known;
+    const handling = this.local.get(scope);
+    if (handling !== undefined) return handling === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };
+    this.local.set(scope, fingerprint);
+    try {
+      const deadline = new Deadline(this.deps.timeoutMs);
+      const claim: ClaimRecord = { kind: 'claim', scope, claimId: randomUUID(), fingerprint, at: Date.now() };
+      await writeThenRead(this.deps.view, deadline.remaining(), (timeoutMs) => this.deps.publisher.publish(
+        [this.record(`${CLAIM_PREFIX}${scope}`, claim)], { timeoutMs },
+      ));
+      // The view has now applied everything before the claim in the key's partition.
+      const entry = this.entries.get(scope);
+      const done = this.live(entry?.done);
+      if (done) {
+        this.local.delete(scope);
+        return done.fingerprint === fingerprint ? { kind: 'replay', answer: done.answer } : { kind: 'reused' };
+      }
+      if (entry?.claim?.claimId !== claim.claimId) {
+        this.local.delete(scope);
+        return entry?.claim && entry.claim.fingerprint !== fingerprint ? { kind: 'reused' } : { kind: 'in-flight' };
+      }
+      return { kind: 'new', run: (describe, create) => this.run({ claim, describe, deadline, wrote: false }, create) };
+    } catch (err) {
+      this.local.delete(scope);
+      throw err;
+    }
+  }
+
+  /**
+   * The publisher the stores write with. Inside a keyed request's run(), its
+   * first write gets the done record (and the claim's release) appended, in
+   * the same transaction; its timeout is what is left of the request's
+   * deadline. Outside one it is the publisher itself.
+   */
+  wrap(inner: Publisher): Publisher {
+    const completing = (options: PublishOptions | undefined): { ctx?: Context; options?: PublishOptions } => {
+      const ctx = this.context.getStore();
+      if (!ctx || ctx.wrote) return { options };
+      ctx.wrote = true;
+      const timeoutMs = Math.min(options?.timeoutMs ?? Infinity, ctx.deadline.remaining());
+      return { ctx, options: { ...options, timeoutMs } };
+    };
+    return {
+      publish: async (records, options) => {
+        const { ctx, options: opts } = completing(options);
+        if (!ctx) return inner.publish(records, opts);
+        const extra = this.completion(ctx, records);
+        const positions = await inner.publish([...records, ...extra], opts);
+        this.completed(extra);
+        return positions.slice(0, records.length);
+      },
+      publishStaged: async (first, then, options) => {
+        const { ctx, options: opts } = completing(options);
+        if (!ctx) return inner.publishStaged(first, then, opts);
+        let extra: OutgoingRecord[] = [];
+        let more = 0;
+        const positions = await inner.publishStaged(first, (p: RecordPosition[]) => {
+          const next = then(p);
+          more = next.length;
+          extra = this.completion(ctx, [...first, ...next]);
+          return [...next, ...extra];
+        }, opts);
+        this.completed(extra);
+        return positions.slice(0, first.length + more);
+      },
+    };
+  }
+
+  /** Tombstones answers older than 24 h and claims long expired, every intervalMs; writing one twice is harmless. */
+  startSweeping(intervalMs = 60000): void {
+    const tick = () => {
+      this.sweep().catch((err: unknown) => this.deps.logger.warn({ err }, 'could not forget expired idempotency keys'));
+      this.sweeper = setTimeout(tick, intervalMs);
+      this.sweeper.unref();
+    };
+    this.sweeper = setTimeout(tick, Math.random() * intervalMs);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.sweeper);
+  }
+
+  async sweep(now = Date.now()): Promise<number> {
+    const keys: string[] = [];
+    for (const [scope, entry] of this.entries) {
+      if (entry.done && entry.done.at + IDEMPOTENCY_KEY_TTL_MS <= now) keys.push(scope);
+    }
+    for (const value of this.deps.view.values()) {
+      if (value.kind !== 'done' && value.at + Math.max(this.claimTtlMs, CLAIM_CLEANUP_AFTER_MS) <= now) {
+        keys.push(`${CLAIM_PREFIX}${value.scope}`);
+      }
+    }
+    for (let i = 0; i < keys.length; i += 500) {
+      const tombstones = keys.slice(i, i + 500).map((key) => this.record(key, null));
+      await this.deps.publisher.publish(tombstones, { timeoutMs: this.deps.timeoutMs });
+    }
+    return keys.length;
+  }
+
+  private async run<T>(ctx: Context, create: () => Promise<T>): Promise<T> {
+    try {
+      return await this.context.run(ctx, create);
+    } finally {
+      this.local.delete(ctx.claim.scope);
+      if (!ctx.wrote) this.release(ctx.claim);
+    }
+  }
+
+  /** Nothing was written: anyone may use the key at once. Best effort; otherwise the claim just expires. */
+  private release(claim: ClaimRecord): void {
+    const release: ReleaseRecord = { kind: 'release', scope: claim.scope, claimId: claim.claimId, at: Date.now() };
+    const key = `${CLAIM_PREFIX}${claim.scope}`;
+    this.apply(key, release);
+    this.deps.publisher.publish([this.record(key, release)], { timeoutMs: this.deps.timeoutMs })
+      .catch((err: unknown) => {
+        this.deps.logger.warn({ err, scope: claim.scope }, 'could not release an idempotency key');
+      });
+  }
+
+  private completion(ctx: Context, records: OutgoingRecord[]): OutgoingRecord[] {
+    const { scope, claimId, fingerprint } = ctx.claim;
+    const at = Date.now();
+    const done: DoneRecord = { kind: 'done', scope, fingerprint, at, answer: ctx.describe(records) };
+    const release: ReleaseRecord = { kind: 'release', scope, claimId, at };
+    return [this.record(scope, done), this.record(`${CLAIM_PREFIX}${scope}`, release)];
+  }
+
+  /** Committed: a repeat on this instance replays at once, before the view has read it back. */
+  private completed(extra: OutgoingRecord[]): void {
+    for (const r of extra) if (r.value !== null) this.apply(r.key, decodeIdempotencyRecord(r.value));
+  }
+
+  private decide(scope: string, fingerprint: string): KeyDecision | undefined {
+    const entry = this.entries.get(scope);
+    const done = this.live(entry?.done);
+    if (done) return done.fingerprint === fingerprint ? { kind: 'replay', answer: done.answer } : { kind: 'reused' };
+    const claim = entry?.claim;
+    if (claim && claim.at + this.claimTtlMs > Date.now()) {
+      return claim.fingerprint === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };
+    }
+    return undefined;
+  }
+
+  private live(done: DoneRecord | undefined): DoneRecord | undefined {
+    return done && done.at + IDEMPOTENCY_KEY_TTL_MS > Date.now() ? done : undefined;
+  }
+
+  /**
+   * The fold every instance applies in partition order. A claim replaces
+   * another only once that one has expired, by the claims' own times, so all
+   * instances pick the same winner. A tombstone on a claim key (cleanup)
+   * never ends a live claim.
+   */
+  private apply(key: string, value: IdempotencyRecord | undefined): void {
+    const isClaimKey = key.startsWith(CLAIM_PREFIX);
+    const scope = isClaimKey ? key.slice(CLAIM_PREFIX.length) : key;
+    const entry = this.entries.get(scope) ?? {};
+    if (!isClaimKey) {
+      entry.done = value?.kind === 'done' ? value : undefined;
+    } else if (value?.kind === 'claim') {
+      if (!entry.claim || value.at >= entry.claim.at + this.claimTtlMs) entry.claim = value;
+    } else if (value?.kind === 'release') {
+      if (entry.claim?.claimId === value.claimId) entry.claim = undefined;
+    } else if (value === undefined && entry.claim && entry.claim.at + this.claimTtlMs <= Date.now()) {
+      entry.claim = undefined;
+    }
+    if (entry.done || entry.claim) this.entries.set(scope, entry);
+    else this.entries.delete(scope);
+  }
+
+  /** A key's claims and answer go to one partition (its scope's), so one order decides between them. */
+  private record(key: string, value: IdempotencyRecord | null): OutgoingRecord {
+    const scope = key.startsWith(CLAIM_PREFIX) ? key.slice(CLAIM_PREFIX.length) : key;
+    return {
+      topic: this.deps.topic, key, value: value === null ? null : JSON.stringify(value),
+      partition: this.deps.partitionFor(scope),
+    };
+  }
+}

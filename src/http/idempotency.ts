@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { tenantOf } from './auth';
+import type { Describe, IdempotencyKeys, StoredAnswer } from './idempotency-keys';
+import { ProblemError } from './problem';
+
+/**
+ * The key of `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): a
+ * Structured Field string (`"8e03978e-…"`), or, leniently, a bare token.
+ * Undefined when the header is absent; a 400 Problem when it is malformed.
+ */
+export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const values = request.raw.headersDistinct['idempotency-key'];
+  if (!values) return undefined;
+  const invalid = (why: string) => new ProblemError('idempotency-key-invalid', `The Idempotency-Key header ${why}.`);
+  if (values.length > 1) throw invalid('appears more than once');
+  const raw = values[0].trim();
+  const quoted = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(raw);
+  const key = quoted ? quoted[1].replace(/\\(["\\])/g, '$1') : raw;
+  if (!quoted && !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(raw)) {
+    throw invalid('must be a quoted string ("…") or a bare token of visible ASCII characters, '
+      + 'without quotes or backslashes');
+  }
+  if (key.length < 1 || key.length > 255) throw invalid('must hold 1 to 255 characters');
+  return key;
+}
+
+/** JSON with object keys sorted, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same request. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** What makes two requests "the same" for a key: method, path, query and body. */
+export function requestFingerprint(request: FastifyRequest): string {
+  const [path, query = ''] = request.url.split('?');
+  const params = query.split('&').filter(Boolean).sort().join('&');
+  const described = `${request.method} ${path}?${params}\n${canonical(request.body)}`;
+  return createHash('sha256').update(described).digest('base64url');
+}
+
+export interface IdempotentCreation<T> {
+  /** what the creation answers: ids chosen in advance, or read from its write's records */
+  describe: Describe;
+  /** answers a repeat of a request that created something, from the current state */
+  replay(answer: StoredAnswer): Promise<T> | T;
+  /** the creation itself; its first write carries the key */
+  create(): Promise<T>;
+}
+
+/**
+ * Runs a creating POST under its Idempotency-Key, when it has one: a repeat
+ * (same tenant, key and request, within 24 h) is answered like the first and
+ * creates nothing; the same key with another request is 422; a repeat while
+ * the first has not answered yet is 409.
+ */
+export async function idempotently<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  keys: IdempotencyKeys | undefined,
+  creation: IdempotentCreation<T>,
+): Promise<T> {
+  const key = idempotencyKeyOf(request);
+  if (key === undefined || !keys) return creation.create();
+  const decision = await keys.begin(tenantOf(request), key, requestFingerprint(request));
+  switch (decision.kind) {
+    case 'replay':
+      reply.header('idempotent-replayed', 'true');
+      return creation.replay(decision.answer);
+    case 'reused':
+      throw new ProblemError('idempotency-key-reused',
+        'This Idempotency-Key was used for another request (another body, method or path). '
+        + 'Use a new key for a new request.');
+    case 'in-flight':
+      throw new ProblemError('idempotency-key-in-flight',
+        'A request with this Idempotency-Key has not answered yet; retry later to get its answer.',
+        { headers: { 'retry-after': '1' } });
+    default:
+      return decision.run(creation.describe, () => creation.create());
+  }
+}

@@ -1,0 +1,106 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { tenantOf } from '../http/auth';
+import { acceptedRanges } from '../http/content-negotiation';
+import { halResource, link } from '../http/hal';
+import { MAX_PAGE_SIZE } from '../http/paging';
+import { problem, ProblemError } from '../http/problem';
+import type { PartitionReader } from '../kafka/types';
+import type { Logger } from '../logger';
+import { COORDINATE_PATTERN, parseCoordinate, readTaskEventPage, TaskEventStream } from './task-event-stream';
+import { isFinal, type TaskSnapshot } from './task-snapshot';
+import type { TaskStore } from './task-store';
+
+export const EVENT_STREAM_MEDIA_TYPE = 'text/event-stream';
+
+export interface TaskEventRouteDeps {
+  store: TaskStore;
+  ownTask(tenant: string, taskId: string): TaskSnapshot;
+  reader: PartitionReader;
+  timeoutMs: number;
+  heartbeatMs: number;
+  logger: Logger;
+}
+
+type EventsRequest = { Params: { taskId: string }; Querystring: { after?: string; limit: number } };
+
+/** SSE when the client asks for it by name; HAL JSON otherwise (the default), and for HEAD, which never streams. */
+function wantsEventStream(request: FastifyRequest): boolean {
+  return request.method === 'GET' && acceptedRanges(request.headers.accept ?? '').includes(EVENT_STREAM_MEDIA_TYPE);
+}
+
+/**
+ * Where to resume: after `Last-Event-ID` (what EventSource sends on reconnect)
+ * or `?after=`, both `<partition>:<offset>`; from the task's first event
+ * otherwise. A cursor before the first event starts at the first event.
+ */
+function resumeOffset(request: FastifyRequest<EventsRequest>, task: TaskSnapshot): bigint {
+  const header = request.headers['last-event-id'];
+  const given = request.query.after ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
+  if (given === undefined) return BigInt(task.offset);
+  const where = request.query.after !== undefined ? '/querystring/after' : '/headers/last-event-id';
+  const cursor = parseCoordinate(given);
+  if (!cursor || cursor.partition !== task.partition) {
+    const detail = `The cursor must be an event id of this task: ${task.partition}:<offset>.`;
+    throw new ProblemError('validation-failed', detail, {
+      errors: [problem('invalid-field', `${where} must be ${task.partition}:<offset>`, { instance: where })],
+    });
+  }
+  const after = cursor.offset + 1n;
+  return after > BigInt(task.offset) ? after : BigInt(task.offset);
+}
+
+/**
+ * `GET /tasks/{id}/events`: the task's events, read straight from its
+ * partition from a known offset, so any api instance serves any task's stream
+ * and a client resumes anywhere without loss or repeat.
+ */
+export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRouteDeps): Promise<void> {
+  const streams = new Set<TaskEventStream>();
+  // A server that closes ends its streams (clients reconnect elsewhere with Last-Event-ID) instead of waiting for them.
+  app.addHook('preClose', async () => {
+    for (const s of streams) s.end();
+  });
+
+  app.get<EventsRequest>('/tasks/:taskId/events', {
+    config: { produces: [EVENT_STREAM_MEDIA_TYPE] },
+    schema: {
+      querystring: {
+        type: 'object',
+        properties: {
+          after: { type: 'string', pattern: COORDINATE_PATTERN },
+          limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 },
+        },
+      },
+    },
+  }, async (request, reply) => {
+    const task = deps.ownTask(tenantOf(request), request.params.taskId);
+    const from = resumeOffset(request, task);
+    const self = `/tasks/${task.taskId}/events`;
+    if (wantsEventStream(request)) {
+      const stream = new TaskEventStream(deps, task, reply.raw);
+      const opened = await stream.open(from, isFinal(task.status));
+      // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
+      if ('nothing' in opened) return reply.code(204).send();
+      reply.hijack();
+      streams.add(stream);
+      void opened.served.then(() => streams.delete(stream));
+      return reply;
+    }
+    const { limit } = request.query;
+    const { events, more } = await readTaskEventPage(deps, task, from, limit);
+    const after = request.query.after ? `after=${request.query.after}&` : '';
+    const links: Record<string, { href: string }> = {
+      self: link(`${self}?${after}limit=${limit}`), task: link(`/tasks/${task.taskId}`),
+    };
+    const last = events.at(-1);
+    if (more && last) links.next = link(`${self}?after=${last.id}&limit=${limit}`);
+    return halResource({
+      count: events.length,
+      // Nothing follows: the page holds the final event, or the task had ended and the partition was read to its end.
+      complete: (last?.final ?? false) || (!more && isFinal(task.status)),
+      events: events.map((e) => ({
+        id: e.id, partition: e.partition, offset: Number(e.offset), ...(JSON.parse(e.value) as object),
+      })),
+    }, links);
+  });
+}

@@ -1,0 +1,213 @@
+import type { ServerResponse } from 'node:http';
+import type { IncomingRecord, PartitionReader, PartitionReading } from '../kafka/types';
+import type { Logger } from '../logger';
+import type { TaskSnapshot } from './task-snapshot';
+
+const FINAL_EVENTS = new Set(['task.succeeded', 'task.failed', 'task.cancelled']);
+
+/** `<partition>:<offset>`: an event's Kafka coordinate, its SSE id and the cursor to resume after it. */
+export const COORDINATE_PATTERN = '^\\d{1,9}:\\d{1,19}$';
+
+export function coordinate(partition: number, offset: string | bigint): string {
+  return `${partition}:${offset}`;
+}
+
+export function parseCoordinate(value: string): { partition: number; offset: bigint } | undefined {
+  if (!new RegExp(COORDINATE_PATTERN).test(value)) return undefined;
+  const [p, o] = value.split(':');
+  return { partition: Number(p), offset: BigInt(o) };
+}
+
+/** One of the task's events as read from its partition. */
+export interface ReadTaskEvent {
+  id: string;
+  partition: number;
+  offset: string;
+  kind: string;
+  /** the record's value, as written (JSON text) */
+  value: string;
+  final: boolean;
+}
+
+function asTaskEvent(record: IncomingRecord, taskId: string): ReadTaskEvent | undefined {
+  if (record.key !== taskId || record.value === null) return undefined;
+  let kind = record.headers.ce_type;
+  if (!kind) {
+    try {
+      kind = String((JSON.parse(record.value) as { event?: unknown }).event ?? 'message');
+    } catch {
+      kind = 'message';
+    }
+  }
+  return {
+    id: coordinate(record.partition, record.offset), partition: record.partition, offset: record.offset, kind,
+    value: record.value, final: FINAL_EVENTS.has(kind),
+  };
+}
+
+export interface EventReadDeps {
+  reader: PartitionReader;
+  /** KAFKA_TIMEOUT_MS: opening a reader, or reading a page, answers 503 after it */
+  timeoutMs: number;
+}
+
+/**
+ * The task's events from `fromOffset` that were written before the request:
+ * at most `limit`, stopping after the final event.
+ */
+export async function readTaskEventPage(
+  deps: EventReadDeps, task: TaskSnapshot, fromOffset: bigint, limit: number,
+): Promise<{ events: ReadTaskEvent[]; more: boolean }> {
+  const started = Date.now();
+  const remaining = () => Math.max(1, deps.timeoutMs - (Date.now() - started));
+  const end = BigInt(await deps.reader.endOffset(task.topic, task.partition, remaining()));
+  if (fromOffset >= end) return { events: [], more: false };
+  const events: ReadTaskEvent[] = [];
+  let enough: () => void = () => undefined;
+  const full = new Promise<void>((resolve) => { enough = resolve; });
+  const reading = await deps.reader.open({
+    topic: task.topic, partition: task.partition, fromOffset: fromOffset.toString(),
+    onRecord(record) {
+      const e = events.length < limit && !events.at(-1)?.final ? asTaskEvent(record, task.taskId) : undefined;
+      if (!e) return;
+      events.push(e);
+      if (events.length >= limit || e.final) enough();
+    },
+  }, remaining());
+  try {
+    await Promise.race([reading.reached(end.toString(), remaining()), full]);
+  } finally {
+    await reading.stop();
+  }
+  const last = events.at(-1);
+  return { events, more: events.length >= limit && !last?.final };
+}
+
+export interface EventStreamDeps extends EventReadDeps {
+  /** a comment line goes out at least this often */
+  heartbeatMs: number;
+  logger: Logger;
+}
+
+/**
+ * Serves one task's events as Server-Sent Events on `res`, from `fromOffset`:
+ * `id:` the coordinate, `event:` the kind, `data:` the record's value. Ends
+ * after the final event, or, when the task had already ended before the
+ * request, once the partition's end at the request is reached. Writes wait for
+ * the client to take what was written: a slow reader holds the partition
+ * reader, so this process keeps at most one fetch and one socket buffer for it.
+ */
+export class TaskEventStream {
+  private reading: PartitionReading | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private ended = false;
+  private readonly done: Promise<void>;
+  private finish: () => void = () => undefined;
+  /** records wait for the head: the reader may hand one over before open() has written it */
+  private readonly headWritten: Promise<void>;
+  private headDone: () => void = () => undefined;
+
+  constructor(
+    private readonly deps: EventStreamDeps,
+    private readonly task: TaskSnapshot,
+    private readonly res: ServerResponse,
+  ) {
+    this.done = new Promise((resolve) => { this.finish = resolve; });
+    this.headWritten = new Promise((resolve) => { this.headDone = resolve; });
+    res.on('close', () => this.end());
+  }
+
+  /**
+   * Opens the partition reader (a KafkaUnavailableError before anything is
+   * sent becomes the client's 503), then writes the head. `served` resolves
+   * once the stream has ended, for whatever reason. For a task that had ended
+   * before the request, `nothing` says no event is left after the cursor: the
+   * caller answers 204, which tells an EventSource to stop reconnecting.
+   */
+  async open(fromOffset: bigint, finalBefore: boolean): Promise<{ served: Promise<void> } | { nothing: true }> {
+    const started = Date.now();
+    const remaining = () => Math.max(1, this.deps.timeoutMs - (Date.now() - started));
+    const { topic, partition } = this.task;
+    const end = finalBefore ? BigInt(await this.deps.reader.endOffset(topic, partition, remaining())) : undefined;
+    if (end !== undefined && fromOffset >= end) return { nothing: true };
+    let firstEvent: () => void = () => undefined;
+    const found = new Promise<void>((resolve) => { firstEvent = resolve; });
+    this.reading = await this.deps.reader.open({
+      topic: this.task.topic, partition: this.task.partition, fromOffset: fromOffset.toString(),
+      onRecord: (record) => this.onRecord(record, firstEvent),
+      onError: (err) => {
+        this.deps.logger.warn({ err, taskId: this.task.taskId }, 'task event stream lost its reader');
+        this.end();
+      },
+    }, remaining());
+    if (end !== undefined) {
+      // Nothing of the task comes after its final event: reaching the end known at the request is the end.
+      const reachedEnd = this.reading.reached(end.toString(), remaining()).then(() => true);
+      if (await Promise.race([found.then(() => false), reachedEnd.catch(async (err: unknown) => {
+        await this.reading?.stop();
+        throw err;
+      })])) {
+        await this.reading.stop();
+        return { nothing: true };
+      }
+      void reachedEnd.then(() => this.end(), () => this.end());
+    }
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+    });
+    if (this.res.destroyed) this.end();
+    // Tells a proxy the stream is alive, and EventSource clients to retry after a second.
+    this.res.write(`retry: 1000\n: events of task ${this.task.taskId}\n\n`);
+    this.headDone();
+    this.scheduleHeartbeat();
+    return { served: this.done };
+  }
+
+  /** Ends the stream (the client left, the server closes, or the task ended). */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.headDone();
+    clearTimeout(this.heartbeat);
+    void this.reading?.stop();
+    if (!this.res.writableEnded) this.res.end();
+    this.finish();
+  }
+
+  private async onRecord(record: IncomingRecord, found: () => void): Promise<void> {
+    const e = asTaskEvent(record, this.task.taskId);
+    if (!e || this.ended) return;
+    found();
+    await this.headWritten;
+    const data = e.value.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join('\n');
+    await this.write(`id: ${e.id}\nevent: ${e.kind}\n${data}\n\n`);
+    if (e.final) this.end();
+  }
+
+  /** Resolves once the client has taken the chunk (or left): the reader reads nothing more meanwhile. */
+  private write(chunk: string): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    this.scheduleHeartbeat();
+    if (this.res.write(chunk)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const go = () => {
+        this.res.off('drain', go);
+        this.res.off('close', go);
+        resolve();
+      };
+      this.res.on('drain', go);
+      this.res.on('close', go);
+    });
+  }
+
+  private scheduleHeartbeat(): void {
+    clearTimeout(this.heartbeat);
+    if (this.ended) return;
+    this.heartbeat = setTimeout(() => {
+      // A client that is not reading gets no more bytes queued, heartbeats included.
+      if (!this.res.writableNeedDrain) this.res.write(': heartbeat\n\n');
+      this.scheduleHeartbeat();
+    }, this.deps.heartbeatMs);
+  }
+}

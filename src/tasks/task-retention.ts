@@ -1,0 +1,58 @@
+import type { Logger } from '../logger';
+import type { TaskStore } from './task-store';
+
+/** tasks tombstoned per transaction: two records each (snapshot, cancellation request) */
+const TASKS_PER_WRITE = 250;
+
+/** How often the api looks for expired tasks: a tenth of the window, between 0.5 s and a minute. */
+export function sweepIntervalMs(retentionMs: number): number {
+  return Math.min(60000, Math.max(500, Math.floor(retentionMs / 10)));
+}
+
+/**
+ * Forgets finished tasks once TASK_RETENTION_MS has passed: every api
+ * instance sweeps its view of the tasks topic and tombstones what expired, so
+ * a task is tombstoned at most one interval (plus a write) after its window.
+ * Several instances may tombstone the same task; a second tombstone changes
+ * nothing. Reads do not wait for the sweep: TaskStore hides an expired task at
+ * once.
+ */
+export class TaskRetention {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  readonly intervalMs: number;
+
+  constructor(private readonly store: TaskStore, private readonly logger: Logger) {
+    this.intervalMs = sweepIntervalMs(store.retentionMs);
+  }
+
+  start(): void {
+    // A random phase, so several api instances rarely sweep the same tasks at once.
+    this.schedule(Math.random() * this.intervalMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  /** One pass; resolves with the number of tasks tombstoned. */
+  async sweep(now = Date.now()): Promise<number> {
+    const expired = this.store.expiredTaskIds(now);
+    for (let i = 0; i < expired.length && !this.stopped; i += TASKS_PER_WRITE) {
+      await this.store.forget(expired.slice(i, i + TASKS_PER_WRITE), { wait: false });
+    }
+    if (expired.length > 0) this.logger.info({ tasks: expired.length }, 'forgot finished tasks past TASK_RETENTION_MS');
+    return expired.length;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.sweep()
+        .catch((err: unknown) => this.logger.warn({ err }, 'could not forget expired tasks; trying again next time'))
+        .finally(() => this.schedule(this.intervalMs));
+    }, delayMs);
+    this.timer.unref();
+  }
+}

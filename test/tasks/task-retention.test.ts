@@ -1,0 +1,111 @@
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
+import type { RunningService } from '../../src/service';
+import { http } from '../support/http';
+import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+import { latestValue } from '../support/topic-contents';
+import { until } from '../support/until';
+
+/**
+ * Finished tasks are forgotten after TASK_RETENTION_MS (tombstoned, then 404),
+ * and DELETE forgets one at once. `short` (3 s window) runs as two api
+ * instances, both sweeping; `kept` has the default week.
+ */
+const RETENTION_MS = 3000;
+let short: RunningService;
+let shortApi: RunningService;
+let kept: RunningService;
+
+beforeAll(async () => {
+  const prefix = uniquePrefix('retention');
+  const env = { TASK_RETENTION_MS: String(RETENTION_MS) };
+  short = await startTestService(prefix, { role: 'all', env });
+  shortApi = await startTestService(prefix, { role: 'api', env });
+  kept = await startTestService(uniquePrefix('forget'), { role: 'all' });
+});
+afterAll(async () => {
+  await shortApi?.stop();
+  await short?.stop();
+  await kept?.stop();
+});
+
+const kafka = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING });
+
+async function submit(base: string, input: Record<string, unknown>) {
+  const res = await http(base, '/tasks', { body: { type: 'countdown', input } });
+  expect(res.status).toBe(202);
+  return res.body as { taskId: string };
+}
+
+test('a finished task is kept for TASK_RETENTION_MS, then answers 404 everywhere and is tombstoned', async () => {
+  const { taskId } = await submit(short.url, { steps: 1, stepMs: 0 });
+  const done = await until(async () => {
+    const res = await http(short.url, `/tasks/${taskId}`);
+    return res.body.status === 'succeeded' ? res.body : undefined;
+  });
+  const finishedAt = Date.parse(done.finishedAt);
+  const status = async (base: string) => (await http(base, `/tasks/${taskId}`)).status;
+  const goneAt = await until(async () => ((await status(short.url)) === 404 ? Date.now() : undefined), 20000);
+  expect(goneAt - finishedAt).toBeGreaterThanOrEqual(RETENTION_MS - 50);
+  await until(async () => ((await http(shortApi.url, `/tasks/${taskId}`)).status === 404 ? true : undefined));
+  const list = await http(short.url, '/tasks?limit=100');
+  expect(list.body._embedded.tasks.map((t: { taskId: string }) => t.taskId)).not.toContain(taskId);
+  // Within a bounded delay (a sweep every 0.5 s here) the snapshot is tombstoned, so compaction can drop it.
+  await until(async () => ((await latestValue(testBrokers(), short.kafka.topics.tasks, taskId)) === null ? true : undefined), 20000);
+});
+
+test('a task running longer than the window is never forgotten while it runs', async () => {
+  const { taskId } = await submit(short.url, { steps: 10, stepMs: 500 });
+  const statuses: (string | number)[] = [];
+  const final = await until(async () => {
+    const res = await http(shortApi.url, `/tasks/${taskId}`);
+    statuses.push(res.status === 200 ? res.body.status : res.status);
+    return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+  }, 30000, 100);
+  expect(statuses).not.toContain(404);
+  expect(Date.parse(final.finishedAt) - Date.parse(final.createdAt)).toBeGreaterThan(RETENTION_MS);
+  expect(final.status).toBe('succeeded');
+});
+
+test('DELETE forgets a finished task: 204, then 404, and a repeat DELETE is 404', async () => {
+  const { taskId } = await submit(kept.url, { steps: 1, stepMs: 0 });
+  await until(async () => ((await http(kept.url, `/tasks/${taskId}`)).body.status === 'succeeded' ? true : undefined));
+  expect((await http(kept.url, `/tasks/${taskId}`, { method: 'DELETE', key: TENANT_B_KEY })).status).toBe(404);
+  const deleted = await http(kept.url, `/tasks/${taskId}`, { method: 'DELETE' });
+  expect(deleted.status).toBe(204);
+  expect((await http(kept.url, `/tasks/${taskId}`)).status).toBe(404);
+  const again = await http(kept.url, `/tasks/${taskId}`, { method: 'DELETE' });
+  expect(again.status).toBe(404);
+  expect(again.body.type).toBe('https://hookstream.dev/problems/not-found');
+  expect(await latestValue(testBrokers(), kept.kafka.topics.tasks, taskId)).toBeNull();
+});
+
+test('DELETE of a task that is not finished is a 409 Problem; it keeps running', async () => {
+  const { taskId } = await submit(kept.url, { steps: 100, stepMs: 100 });
+  const res = await http(kept.url, `/tasks/${taskId}`, { method: 'DELETE' });
+  expect(res.status).toBe(409);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(res.body.type).toBe('https://hookstream.dev/problems/task-not-finished');
+  expect((await http(kept.url, `/tasks/${taskId}`)).status).toBe(200);
+  await http(kept.url, `/tasks/${taskId}`, { method: 'PATCH', body: { status: 'cancelled' } });
+});
+
+test('the tasks and idempotency-keys topics are created so compaction can drop what was forgotten', async () => {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const { resources } = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [kept.kafka.topics.tasks, kept.kafka.topics.idempotencyKeys]
+        .map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
+    });
+    for (const r of resources) {
+      const config = Object.fromEntries(r.configEntries.map((e) => [e.configName, e.configValue]));
+      expect(config).toMatchObject({
+        'cleanup.policy': 'compact', 'segment.ms': '3600000',
+        'delete.retention.ms': '86400000', 'max.compaction.lag.ms': '86400000',
+      });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+});

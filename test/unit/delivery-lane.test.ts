@@ -1,0 +1,120 @@
+import { MockAgent, type Agent } from 'undici';
+import { DeliveryLane, LaneStopped, type LaneDeps } from '../../consumers/callback-bridge/delivery-lanes';
+import { createLogger } from '../../src/logger';
+import type { Subscription } from '../../src/subscriptions/subscription';
+import { FakePublisher, FakeView } from './fakes';
+
+/*
+ * The lane's contract without Kafka or sockets: fakes of the project's own
+ * ports (publisher, subscriptions view) and undici's MockAgent as the receiver.
+ */
+const ORIGIN = 'http://receiver.test';
+const topics = { subscriptions: 'subs', deliveries: 'deliveries', callbackDeadLetters: 'dlq' };
+
+function subscription(id: string, mode: Subscription['mode'] = 'continuous'): Subscription {
+  const now = new Date().toISOString();
+  return { id, tenant: 't', callbackUrl: `${ORIGIN}/${id}`, mode, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', status: 'active', createdAt: now, updatedAt: now };
+}
+
+function setup(maxAttempts = 5) {
+  const agent = new MockAgent();
+  agent.disableNetConnect();
+  const publisher = new FakePublisher();
+  const subscriptions = new FakeView<Subscription>();
+  const deps: LaneDeps = {
+    publisher, subscriptions, agent: agent as unknown as Agent, logger: createLogger('silent'), topics,
+    callbacks: { timeoutMs: 1000, maxAttempts, backoffBaseMs: 1, backoffMaxMs: 5 }, kafkaTimeoutMs: 1000,
+  };
+  return { agent, publisher, subscriptions, deps };
+}
+
+/** Answers each POST to `path` with the next status of `statuses` (the last one repeats), recording event order. */
+function receiver(agent: MockAgent, path: string, statuses: number[], received: string[]): void {
+  let i = 0;
+  agent.get(ORIGIN).intercept({ path, method: 'POST' }).reply((opts) => {
+    received.push(JSON.parse(String(opts.body)).event);
+    return { statusCode: statuses[Math.min(i++, statuses.length - 1)] };
+  }).persist();
+}
+
+const parts = (subscriptionId: string, n: number) => ({ subscriptionId, webhookId: `msg_${n}`, event: `e${n}`, body: JSON.stringify({ event: `e${n}` }) });
+
+describe('DeliveryLane', () => {
+  test('a failing head is retried in place and the events behind it wait: first receipts stay in order', async () => {
+    const { agent, subscriptions, deps, publisher } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [500, 503, 200], received);
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const signal = new AbortController().signal;
+    await Promise.all([1, 2, 3].map((n) => lane.enqueue(parts('s1', n), signal)));
+    expect(received).toEqual(['e1', 'e1', 'e1', 'e2', 'e3']);
+    const outcomes = publisher.on('deliveries').map((r) => JSON.parse(String(r.value)).outcome);
+    expect(outcomes).toEqual(['failed', 'failed', 'delivered', 'delivered', 'delivered']);
+  });
+
+  test('after the last attempt the head is dead-lettered and the next event goes', async () => {
+    const { agent, subscriptions, deps, publisher } = setup(2);
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    let calls = 0;
+    agent.get(ORIGIN).intercept({ path: '/s1', method: 'POST' }).reply((opts) => {
+      received.push(JSON.parse(String(opts.body)).event);
+      return { statusCode: calls++ < 2 ? 500 : 200 };
+    }).persist();
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const signal = new AbortController().signal;
+    await Promise.all([lane.enqueue(parts('s1', 1), signal), lane.enqueue(parts('s1', 2), signal)]);
+    expect(received).toEqual(['e1', 'e1', 'e2']);
+    expect(publisher.on('dlq').map((r) => JSON.parse(String(r.value)).event)).toEqual(['e1']);
+  });
+
+  test('a Kafka step that fails (recording the attempt) is retried, not skipped', async () => {
+    const { agent, subscriptions, deps, publisher } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    receiver(agent, '/s1', [200], []);
+    publisher.failNext = 2;
+    subscriptions.failSyncs = 1;
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    await lane.enqueue(parts('s1', 1), new AbortController().signal);
+    expect(publisher.on('deliveries')).toHaveLength(1);
+    expect(subscriptions.syncs).toBe(2);
+  });
+
+  test('a once subscription is ended after its accepted callback; the events behind it are not sent', async () => {
+    const { agent, subscriptions, deps, publisher } = setup();
+    subscriptions.set('s1', subscription('s1', 'once'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [200], received);
+    // The bridge's view applies the subscription's end as the real view would.
+    const publish = publisher.publish.bind(publisher);
+    publisher.publish = async (records) => {
+      const positions = await publish(records);
+      for (const r of records) if (r.topic === 'subs') subscriptions.set(r.key, JSON.parse(String(r.value)));
+      return positions;
+    };
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const signal = new AbortController().signal;
+    await Promise.all([1, 2].map((n) => lane.enqueue(parts('s1', n), signal)));
+    expect(received).toEqual(['e1']);
+    expect(subscriptions.get('s1')?.cancelReason).toBe('delivered-once');
+  });
+
+  test('handed back (aborted) while waiting: the event is not delivered and its promise says so', async () => {
+    const { agent, subscriptions, deps } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [500], received);
+    deps.callbacks.backoffBaseMs = 60000;
+    deps.callbacks.backoffMaxMs = 60000;
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const handBack = new AbortController();
+    const first = lane.enqueue(parts('s1', 1), handBack.signal);
+    const second = lane.enqueue(parts('s1', 2), handBack.signal);
+    while (received.length === 0) await new Promise((r) => setImmediate(r));
+    handBack.abort();
+    await expect(first).rejects.toBeInstanceOf(LaneStopped);
+    await expect(second).rejects.toBeInstanceOf(LaneStopped);
+    expect(received).toEqual(['e1']);
+  });
+});

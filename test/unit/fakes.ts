@@ -1,0 +1,70 @@
+import type { OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView } from '../../src/kafka/types';
+
+/** A Publisher that keeps what it was given; `failNext` makes the next calls reject, as a broker fault would. */
+export class FakePublisher implements Publisher {
+  readonly published: OutgoingRecord[] = [];
+  failNext = 0;
+  private offset = 0;
+
+  async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<RecordPosition[]> {
+    if (this.failNext > 0) {
+      this.failNext -= 1;
+      throw new Error('Kafka did not acknowledge (fake)');
+    }
+    this.published.push(...records);
+    return records.map((r) => ({ topic: r.topic, partition: r.partition ?? 0, offset: String(this.offset++) }));
+  }
+
+  async publishStaged(
+    first: OutgoingRecord[],
+    then: (positions: RecordPosition[]) => OutgoingRecord[],
+  ): Promise<RecordPosition[]> {
+    const a = await this.publish(first);
+    return [...a, ...(await this.publish(then(a)))];
+  }
+
+  on(topic: string): OutgoingRecord[] {
+    return this.published.filter((r) => r.topic === topic);
+  }
+}
+
+/** An in-memory StateView: writes through `set` apply at once; syncs can be made to fail. */
+export class FakeView<T> implements StateView<T> {
+  private readonly state = new Map<string, T>();
+  private readonly listeners: ((key: string, value: T | undefined) => void)[] = [];
+  readonly caughtUp = true;
+  failSyncs = 0;
+  syncs = 0;
+
+  set(key: string, value: T | undefined): void {
+    if (value === undefined) this.state.delete(key);
+    else this.state.set(key, value);
+    for (const l of this.listeners) l(key, value);
+  }
+
+  get(key: string): T | undefined {
+    return this.state.get(key);
+  }
+
+  values(): IterableIterator<T> {
+    return this.state.values();
+  }
+
+  get size(): number {
+    return this.state.size;
+  }
+
+  async waitFor(): Promise<void> {}
+
+  onChange(listener: (key: string, value: T | undefined) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async syncedSince(): Promise<void> {
+    this.syncs += 1;
+    if (this.failSyncs > 0) {
+      this.failSyncs -= 1;
+      throw new Error('view did not catch up (fake)');
+    }
+  }
+}

@@ -1,0 +1,119 @@
+import { startTaskRunner } from '../../consumers/task-runner/task-runner';
+import type { FencingPublisher, GroupConsumerOptions, IncomingRecord, OutgoingRecord, RecordPosition } from '../../src/kafka/types';
+import { createLogger } from '../../src/logger';
+import { exampleTaskTypes } from '../../src/tasks/example-task-types';
+import { TaskRegistry } from '../../src/tasks/task-registry';
+import type { TaskRecord } from '../../src/tasks/task-snapshot';
+import { FakeView } from './fakes';
+
+/*
+ * "Exactly one final event" against the worst answers a broker gives: a write
+ * that committed but whose caller saw a failure (an ambiguous timeout). Fakes
+ * of the project's own ports stand in for Kafka; the fencing itself is proved
+ * on a real broker by the fault tests.
+ */
+const topics = { taskRequests: 'requests', taskEvents: 'events', tasks: 'tasks' };
+
+/** One log shared by every publisher (one per transactional id), like the topics are. */
+class FakeLog {
+  readonly records: OutgoingRecord[] = [];
+  readonly view = new FakeView<TaskRecord>();
+  /** the next N publishes commit but reject, as a timeout after the commit went through */
+  ambiguous = 0;
+  /** the next N publishes reject without committing */
+  failing = 0;
+  ambiguousSeen = 0;
+  /** sees every publish first, to arm a fault for it */
+  beforePublish: (records: OutgoingRecord[]) => void = () => undefined;
+
+  publisher(): FencingPublisher {
+    return fencingPublisherOn(this);
+  }
+
+  finals(taskId: string): string[] {
+    return this.records
+      .filter((r) => r.topic === topics.taskEvents && r.key === taskId)
+      .map((r) => JSON.parse(String(r.value)).event)
+      .filter((e: string) => ['task.succeeded', 'task.failed', 'task.cancelled'].includes(e));
+  }
+}
+
+function fencingPublisherOn(log: FakeLog): FencingPublisher {
+  let generation = 0;
+  const commit = (records: OutgoingRecord[]): RecordPosition[] => {
+    log.records.push(...records);
+    for (const r of records) if (r.topic === topics.tasks) log.view.set(r.key, JSON.parse(String(r.value)));
+    return records.map((r, i) => ({ topic: r.topic, partition: 0, offset: String(log.records.length - records.length + i) }));
+  };
+  const publish = async (records: OutgoingRecord[], options?: { generation?: number }) => {
+    log.beforePublish(records);
+    if (options?.generation !== undefined && options.generation !== generation) throw new Error('generation moved on');
+    if (log.failing > 0) { log.failing -= 1; throw new Error('no acknowledgement (fake)'); }
+    const positions = commit(records);
+    if (log.ambiguous > 0) {
+      log.ambiguous -= 1;
+      log.ambiguousSeen += 1;
+      throw new Error('no acknowledgement in time (fake), but it committed');
+    }
+    return positions;
+  };
+  return {
+    publish,
+    async publishStaged(first, then, options) {
+      const a = await publish(first, options);
+      return [...a, ...(await publish(then(a), options))];
+    },
+    async settled() { generation += 1; return generation; },
+    get generation() { return undefined; },
+    async close() {},
+  };
+}
+
+async function runner(log: FakeLog) {
+  let handle: GroupConsumerOptions['handle'] | undefined;
+  await startTaskRunner({
+    runGroupConsumer: async (o) => { handle = o.handle; return { stop: async () => undefined }; },
+    fencingPublisher: () => log.publisher(), transactionalIdPrefix: 'runner-p', view: log.view, topics,
+    registry: new TaskRegistry(exampleTaskTypes), resources: { list: () => [] }, logger: createLogger('silent'),
+    groupId: 'g', runnerId: 'r1', concurrency: 4, taskTimeoutMs: 10000, kafkaTimeoutMs: 1000, retryDelayMs: 4,
+  });
+  return handle as GroupConsumerOptions['handle'];
+}
+
+const request = (taskId: string, offset: number, input: unknown = { steps: 2, stepMs: 0 }): IncomingRecord => ({
+  topic: topics.taskRequests, partition: 0, offset: String(offset), key: taskId, headers: {}, timestamp: String(Date.now()),
+  value: JSON.stringify({ type: 'countdown', input, tenant: 't' }),
+});
+
+const isFinalWrite = (records: OutgoingRecord[]) => records.some((r) => String(r.value).includes('"task.succeeded"'));
+
+describe('task runner: exactly one final event', () => {
+  test('a final write that committed but timed out is not written again', async () => {
+    const log = new FakeLog();
+    log.beforePublish = (records) => { if (isFinalWrite(records) && log.finals('t1').length === 0) log.ambiguous = 1; };
+    const handle = await runner(log);
+    await handle(request('t1', 0), new AbortController().signal);
+    expect(log.finals('t1')).toEqual(['task.succeeded']);
+    expect(log.ambiguousSeen).toBe(1);
+  });
+
+  test('a final write that failed without committing is written again, once', async () => {
+    const log = new FakeLog();
+    let failed = false;
+    log.beforePublish = (records) => { if (isFinalWrite(records) && !failed) { failed = true; log.failing = 1; } };
+    const handle = await runner(log);
+    await handle(request('t2', 0), new AbortController().signal);
+    expect(failed).toBe(true);
+    expect(log.finals('t2')).toEqual(['task.succeeded']);
+  });
+
+  test('the same request delivered twice at once (a re-fetch, a duplicate produce) runs once', async () => {
+    const log = new FakeLog();
+    const handle = await runner(log);
+    const signal = new AbortController().signal;
+    await Promise.all([handle(request('t3', 0), signal), handle(request('t3', 0), signal), handle(request('t3', 1), signal)]);
+    expect(log.finals('t3')).toEqual(['task.succeeded']);
+    const started = log.records.filter((r) => r.topic === topics.taskEvents && String(r.value).includes('"task.started"'));
+    expect(started).toHaveLength(1);
+  });
+});
