@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Admin } from 'kafkajs';
 import type { Logger } from '../logger';
 import { runGroupConsumer } from './group-consumer';
+import { HighWatermarks } from './high-watermarks';
 import { createKafkaClient } from './kafka-client';
 import { KafkaHealth } from './kafka-health';
 import { PartitionMap } from './partition-map';
@@ -71,11 +72,11 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     new TransactionalPublisher(kafka, partitions, health, logger, { transactionalId, timeoutMs: options.timeoutMs, maxBatchRecords: 500 });
   const publisher = newPublisher(`${options.topicPrefix}${options.processName}-${randomUUID()}`);
   const views = new Map<string, Promise<KafkaStateView<unknown>>>();
+  const highWatermarks = new HighWatermarks(kafka);
   const started: KafkaStateView<unknown>[] = [];
 
   async function startView<T>(topic: string, decode: (value: string) => T): Promise<KafkaStateView<T>> {
-    const latest = async () => new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, BigInt(p.high)]));
-    const view = new KafkaStateView<T>(kafka, topic, decode, latest, logger);
+    const view = new KafkaStateView<T>(kafka, topic, decode, () => highWatermarks.of(topic), logger);
     started.push(view as KafkaStateView<unknown>);
     // Views can take a while to read a large topic: allow far more than one request's timeout.
     await view.start(Math.max(60000, options.timeoutMs));
@@ -109,6 +110,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
       await partitionReader.closeAll();
       await Promise.all(started.map((v) => v.stop()));
       await publisher.close();
+      await highWatermarks.close();
       await admin.disconnect().catch(() => undefined);
       health.stop();
     },

@@ -12,7 +12,7 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-/** partition → the last stable offset (read_committed end) of the topic */
+/** partition → the high watermark of the topic: the log's end, open transactions' records included */
 export type LatestOffsets = () => Promise<Map<number, bigint>>;
 
 /**
@@ -20,10 +20,12 @@ export type LatestOffsets = () => Promise<Map<number, bigint>>;
  *
  * Each view has its own consumer group and reads every partition from the
  * start. Being "synced" is proven without writing anything: the view asks the
- * broker for the last stable offset of every partition (ListOffsets,
- * read_committed) and waits until its consumer has fetched past it. The
- * position counts transaction markers and aborted records too (kafkajs reports
- * batches that hold only those), so a log that ends in a marker is reached.
+ * broker for the high watermark of every partition and waits until its
+ * read_committed consumer has fetched past it, which it can only do once every
+ * transaction that had written below it is decided (see high-watermarks.ts for
+ * why the last stable offset is not enough). The position counts transaction
+ * markers and aborted records too (kafkajs reports batches that hold only
+ * those), so a log that ends in a marker is reached.
  */
 export class KafkaStateView<T> implements StateView<T> {
   private readonly state = new Map<string, T>();
@@ -74,8 +76,9 @@ export class KafkaStateView<T> implements StateView<T> {
 
   /**
    * A fresh consumer in a group of its own, from where this view has read to
-   * (the start, the first time). Re-reading is harmless: applying a record
-   * twice gives the same state, and positions only move forward.
+   * (the start, the first time). It may fetch from the start before the seek
+   * takes effect: records below the position were applied already and are
+   * skipped, or the view would go back to older values until it caught up.
    *
    * Every crash gets a fresh group too, instead of kafkajs's own restart:
    * that rejoins the old group as a new member, and after a broker restart
@@ -118,7 +121,10 @@ export class KafkaStateView<T> implements StateView<T> {
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) this.apply(m.key?.toString() ?? null, m.value?.toString() ?? null);
+        const from = this.position.get(batch.partition) ?? 0n;
+        for (const m of batch.messages) {
+          if (BigInt(m.offset) >= from) this.apply(m.key?.toString() ?? null, m.value?.toString() ?? null);
+        }
         this.advance(batch.partition, batch.lastOffset());
       },
     });
@@ -126,8 +132,9 @@ export class KafkaStateView<T> implements StateView<T> {
   }
 
   /**
-   * Resolves once every record committed to the topic before `time` (ms) is
-   * applied. Concurrent callers share one ListOffsets round trip.
+   * Resolves once every transaction that had written to the topic before
+   * `time` (ms) is decided and its committed records are applied. Concurrent
+   * callers share one ListOffsets round trip.
    */
   async syncedSince(time: number, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;

@@ -90,8 +90,10 @@ export interface StateView<T> {
   waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void>;
   onChange(listener: (key: string, value: T | undefined) => void): void;
   /**
-   * Resolves once every record committed to the topic before `time` (ms) is
-   * applied. Concurrent callers share one sync round trip.
+   * Resolves once every transaction that had written to the topic before
+   * `time` (ms) is decided and its committed records are applied, including a
+   * transaction whose marker reached another topic first. Concurrent callers
+   * share one sync round trip.
    */
   syncedSince(time: number, timeoutMs: number): Promise<void>;
 }

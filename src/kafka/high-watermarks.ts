@@ -1,0 +1,77 @@
+import type { Kafka } from 'kafkajs';
+
+/** kafkajs's wire value for ListOffsets' isolation_level */
+const READ_UNCOMMITTED = 0;
+const LATEST = -1;
+
+/** The slice of kafkajs's internal Cluster this module uses (kafkajs is pinned, see package.json). */
+interface KafkajsCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  refreshMetadataIfNecessary(): Promise<void>;
+  refreshMetadata(): Promise<void>;
+  findTopicPartitionMetadata(topic: string): { partitionId: number }[];
+  fetchTopicsOffset(
+    topics: { topic: string; fromTimestamp: number; partitions: { partition: number }[] }[],
+  ): Promise<{ topic: string; partitions: { partition: number; offset: string }[] }[]>;
+}
+
+type CreateCluster = (options: { allowAutoTopicCreation: boolean; isolationLevel: number }) => KafkajsCluster;
+
+/**
+ * The high watermark of every partition of a topic: the end of the log,
+ * records of open transactions included.
+ *
+ * Why not the admin client's fetchTopicOffsets: kafkajs sends its ListOffsets
+ * as read_committed, so it answers the last stable offset. A transaction's
+ * markers are written partition by partition, so for a moment a reader can
+ * see a committed record in one partition (say task.accepted) while the
+ * subscription written in the same transaction is still below the last stable
+ * offset of another. A view that must have applied "everything committed
+ * before this event" therefore waits for the high watermark: its read_committed
+ * consumer gets there only once every transaction that had written by then is
+ * decided, the one that wrote the event included.
+ *
+ * kafkajs offers no isolation level on its admin client, so a cluster
+ * connection of its own is made through the Kafka object's cluster factory,
+ * with the client's brokers, TLS, SASL and retry settings. It is internal to
+ * kafkajs (pinned at 2.2.4); test/kafka/high-watermarks.test.ts proves the answer
+ * against a real broker with a transaction left open.
+ */
+export class HighWatermarks {
+  private readonly cluster: KafkajsCluster;
+  private connecting: Promise<void> | undefined;
+
+  constructor(kafka: Kafka) {
+    const factory = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+    const create = factory && (kafka as unknown as Record<symbol, CreateCluster | undefined>)[factory];
+    if (typeof create !== 'function') throw new Error('this kafkajs version has no cluster factory: high watermarks need kafkajs 2.2');
+    this.cluster = create.call(kafka, { allowAutoTopicCreation: false, isolationLevel: READ_UNCOMMITTED });
+  }
+
+  /** partition → high watermark; one ListOffsets round trip per leader once metadata is known */
+  async of(topic: string): Promise<Map<number, bigint>> {
+    this.connecting ??= this.cluster.connect().catch((err: unknown) => {
+      this.connecting = undefined;
+      throw err;
+    });
+    await this.connecting;
+    await this.cluster.addTargetTopic(topic);
+    await this.cluster.refreshMetadataIfNecessary();
+    const partitions = this.cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
+    try {
+      const [answer] = await this.cluster.fetchTopicsOffset([{ topic, fromTimestamp: LATEST, partitions }]);
+      return new Map((answer?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
+    } catch (err) {
+      // A moved leader or a stale partition list: the next call asks with fresh metadata.
+      await this.cluster.refreshMetadata().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.connecting = undefined;
+    await this.cluster.disconnect().catch(() => undefined);
+  }
+}

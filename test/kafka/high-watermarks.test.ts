@@ -1,0 +1,85 @@
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { HighWatermarks } from '../../src/kafka/high-watermarks';
+import { KafkaStateView } from '../../src/kafka/state-view';
+import { createLogger } from '../../src/logger';
+import { testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
+
+/*
+ * A view that has synced must hold every record of every transaction that had
+ * written before the sync began, even when that transaction's commit marker
+ * reaches the view's partition later than some other partition: the callback
+ * bridge sees task.accepted and must then find the subscription written in
+ * the same transaction. The last stable offset (what kafkajs's admin answers)
+ * does not promise that; the high watermark does.
+ */
+const kafka = new Kafka({ clientId: 'high-watermarks-test', brokers: testBrokers(), logLevel: logLevel.NOTHING });
+let admin: Admin;
+let producer: Producer;
+const closers: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  admin = kafka.admin();
+  await admin.connect();
+  producer = kafka.producer({ transactionalId: uniquePrefix('hw-tx'), idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+});
+afterAll(async () => {
+  for (const close of closers) await close().catch(() => undefined);
+  await producer.disconnect();
+  await admin.disconnect();
+});
+
+async function newTopic(): Promise<string> {
+  const topic = `${uniquePrefix('hw')}topic`;
+  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: false });
+  // kafkajs's own wait gives up on the UNKNOWN_TOPIC_OR_PARTITION a broker answers just after creation.
+  await until(async () => {
+    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => ({ topics: [] }));
+    return topics[0]?.partitions.length === 2 && topics[0].partitions.every((p) => p.leader >= 0) ? true : undefined;
+  }, 30000);
+  return topic;
+}
+
+test('the high watermark counts a record of an open transaction; the admin client answers the last stable offset', async () => {
+  const topic = await newTopic();
+  const watermarks = new HighWatermarks(kafka);
+  closers.push(() => watermarks.close());
+  const tx = await producer.transaction();
+  await tx.send({ topic, messages: [{ key: 'k', value: 'v', partition: 1 }] });
+  try {
+    expect(await watermarks.of(topic)).toEqual(new Map([[0, 0n], [1, 1n]]));
+    const stable = await admin.fetchTopicOffsets(topic);
+    expect(stable.find((p) => p.partition === 1)?.high).toBe('0');
+  } finally {
+    await tx.commit();
+  }
+  // Committed: the marker (written after commit() returns) becomes the end of both.
+  await until(async () => ((await watermarks.of(topic)).get(1) === 2n ? true : undefined), 10000);
+  await until(async () => ((await admin.fetchTopicOffsets(topic)).find((p) => p.partition === 1)?.high === '2' ? true : undefined), 10000);
+});
+
+test('a view synced while a transaction is open has its record once the sync returns', async () => {
+  const topic = await newTopic();
+  const watermarks = new HighWatermarks(kafka);
+  closers.push(() => watermarks.close());
+  // Tells the test when the sync has its target, so the commit comes after it (else the race is not run).
+  let answered: () => void = () => undefined;
+  const latest = async () => {
+    const offsets = await watermarks.of(topic);
+    answered();
+    return offsets;
+  };
+  const view = new KafkaStateView(kafka, topic, (v) => v, latest, createLogger('silent'));
+  closers.push(() => view.stop());
+  await view.start(30000);
+
+  const tx = await producer.transaction();
+  await tx.send({ topic, messages: [{ key: 'written-in-the-open-transaction', value: 'here', partition: 0 }] });
+  // What the view holds at the moment the sync returns: a sync that returned before the commit holds nothing.
+  const targetKnown = new Promise<void>((resolve) => { answered = resolve; });
+  const seenWhenSynced = view.syncedSince(Date.now() + 1, 30000).then(() => view.get('written-in-the-open-transaction'));
+  await targetKnown;
+  await tx.commit();
+  expect(await seenWhenSynced).toBe('here');
+});
