@@ -29,8 +29,8 @@ const KAFKA_TIMEOUT_MS = 3000;
  * asserted is looser (+1500 ms); the summary line prints the largest seen.
  */
 const ANSWER_BOUND_MS = KAFKA_TIMEOUT_MS + 1500;
-/** Issue 8 asks 15 s from the broker accepting connections to a 202: asserted generously, printed exactly. */
-const RECOVERY_BOUND_MS = 30000;
+/** The README promises writes again within 15 s of the broker accepting connections (measured: 1-9 s). */
+const RECOVERY_BOUND_MS = 15000;
 /** 202s before the first outage, and after each recovery before the next step. */
 const ACCEPTED_BEFORE_OUTAGE = 60;
 const ACCEPTED_AFTER_RECOVERY = 45;
