@@ -1,64 +1,109 @@
 /*
- * npm run bench: throughput of POST /tasks, sequential (one request at a
- * time: the baseline, one transaction per request) against concurrent (the
- * publisher groups them into shared transactions), and end-to-end task
- * throughput with the runner. Figures are measured in this run on this
- * machine; only the ratios compare.
+ * npm run bench [-- --quick]: hookstream's figures against baselines started
+ * in the same run on the same broker (see baselines.ts). Prints one JSON line
+ * per measurement, then a table of figure, baseline and ratio. The machine is
+ * whatever this runs on, often shared: read the ratios, not the absolute
+ * figures. Nothing here is a test; nothing is asserted.
  */
+import { Kafka, logLevel } from 'kafkajs';
+import os from 'node:os';
 import { loadConfig } from '../src/config';
 import { startLocalBroker, type LocalBroker } from '../src/kafka/local-broker';
 import { createLogger } from '../src/logger';
 import { startService, type RunningService } from '../src/service';
+import { bareFastify, batchedKafka, naiveKafka, type Baseline } from './baselines';
+import { closedLoop, compare, getter, interleaved, poster, printTable, type Comparison, type LoadFigure } from './load';
+import { retainedTasks } from './retained-tasks';
 
 const KEY = 'bench-key-0123456789abcdef';
-const N = Number(process.argv[2] ?? 400);
-const CONCURRENCY = Number(process.argv[3] ?? 50);
+const AUTH = { authorization: `Bearer ${KEY}` };
+const QUICK = process.argv.includes('--quick');
+const REQUESTS = QUICK ? 300 : 2000;
+const RETAINED = QUICK ? 10000 : 100000;
+const ROUNDS = 3;
+const TASK = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
 
-async function submit(url: string): Promise<string> {
-  const res = await fetch(`${url}/tasks`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'countdown', input: { steps: 1, stepMs: 0 } }),
-  });
-  if (res.status !== 202) throw new Error(`POST /tasks answered ${res.status}: ${await res.text()}`);
-  return ((await res.json()) as { taskId: string }).taskId;
+const report = (figure: object) => console.log(JSON.stringify(figure));
+
+/** Medians of interleaved rounds, each printed as a JSON line. */
+async function measured(requests: number, concurrency: number, contenders: { label: string; send: () => Promise<void> }[]): Promise<LoadFigure[]> {
+  const figures = await interleaved(ROUNDS, requests, concurrency, contenders);
+  for (const f of figures) report({ ...f, rounds: ROUNDS, figure: 'median round' });
+  return figures;
 }
 
-async function pool<T>(count: number, concurrency: number, job: () => Promise<T>): Promise<T[]> {
-  const out: T[] = [];
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < count) {
-      next += 1;
-      out.push(await job());
+async function baselineTopic(brokers: string[]): Promise<string> {
+  const topic = `bench.${Date.now()}.baseline`;
+  const admin = new Kafka({ clientId: 'bench', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+  await admin.disconnect();
+  return topic;
+}
+
+async function writes(brokers: string[], api: RunningService, rows: Comparison[]): Promise<void> {
+  const topic = await baselineTopic(brokers);
+  const baselines: Baseline[] = [];
+  try {
+    const naive = await naiveKafka(brokers, topic);
+    const batched = await batchedKafka(brokers, topic);
+    baselines.push(naive, batched);
+    const ours = poster(`${api.url}/tasks`, TASK, AUTH, 202);
+    for (const concurrency of [1, 50, 200]) {
+      const requests = concurrency === 1 ? Math.min(REQUESTS, 300) : REQUESTS;
+      const contenders = [
+        { label: `hookstream POST /tasks c=${concurrency}`, send: ours },
+        { label: `naive kafkajs POST c=${concurrency}`, send: poster(`${naive.url}/tasks`, TASK, {}, 202) },
+        { label: `batched kafkajs POST c=${concurrency}`, send: poster(`${batched.url}/tasks`, TASK, {}, 202) },
+      ];
+      const [h, n, b] = await measured(requests, concurrency, concurrency === 1 ? contenders.slice(0, 2) : contenders);
+      rows.push(compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, n.perSecond, '/s', 'naive kafkajs'));
+      if (b) rows.push(compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, b.perSecond, '/s', 'batched kafkajs'));
+      rows.push(compare(`POST /tasks c=${concurrency}, p50`, h.p50Ms, n.p50Ms, 'ms', 'naive kafkajs'));
+      rows.push(compare(`POST /tasks c=${concurrency}, p99`, h.p99Ms, (b ?? n).p99Ms, 'ms', b ? 'batched kafkajs' : 'naive kafkajs'));
     }
-  }));
-  return out;
-}
-
-async function measure(service: RunningService, label: string, concurrency: number) {
-  const before = service.kafka.publisherStats();
-  const started = process.hrtime.bigint();
-  const ids = await pool(N, concurrency, () => submit(service.url));
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const after = service.kafka.publisherStats();
-  const transactions = after.transactions - before.transactions;
-  const row = { label, requests: N, concurrency, seconds: +seconds.toFixed(2), perSecond: Math.round(N / seconds), transactions, requestsPerTransaction: +(N / transactions).toFixed(1) };
-  console.log(JSON.stringify(row));
-  return { ...row, ids };
-}
-
-async function allFinished(service: RunningService, ids: string[]): Promise<number> {
-  const started = Date.now();
-  for (const id of ids) {
-    for (;;) {
-      const res = await fetch(`${service.url}/tasks/${id}?fields=status`, { headers: { authorization: `Bearer ${KEY}` } });
-      const { status } = (await res.json()) as { status: string };
-      if (['succeeded', 'failed', 'cancelled'].includes(status)) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    report({ publisher: api.kafka.publisherStats() });
+  } finally {
+    await Promise.all(baselines.map((b) => b.close()));
   }
-  return (Date.now() - started) / 1000;
+}
+
+async function reads(api: RunningService, rows: Comparison[]): Promise<void> {
+  const res = await fetch(`${api.url}/tasks`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(TASK) });
+  const { taskId } = (await res.json()) as { taskId: string };
+  const path = `/tasks/${taskId}?fields=status,type`;
+  const body = await (await fetch(`${api.url}${path}`, { headers: AUTH })).json();
+  const bare = await bareFastify(body);
+  try {
+    for (const concurrency of [10, 50]) {
+      const [h, b] = await measured(REQUESTS, concurrency, [
+        { label: `hookstream GET /tasks/{id}?fields=status,type c=${concurrency}`, send: getter(`${api.url}${path}`, AUTH) },
+        { label: `bare Fastify GET, same body c=${concurrency}`, send: getter(`${bare.url}/echo`, {}) },
+      ]);
+      rows.push(compare(`GET /tasks/{id}?fields c=${concurrency}`, h.perSecond, b.perSecond, '/s', 'bare Fastify'));
+    }
+  } finally {
+    await bare.close();
+  }
+}
+
+async function endToEnd(all: RunningService, rows: Comparison[]): Promise<void> {
+  const started = performance.now();
+  const ids: string[] = [];
+  await closedLoop('end-to-end submit', REQUESTS, 50, async () => {
+    const res = await fetch(`${all.url}/tasks`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(TASK) });
+    ids.push(((await res.json()) as { taskId: string }).taskId);
+  });
+  // The last submitted is not necessarily the last to finish: wait for each, by Prefer: wait (no polling loop).
+  for (const id of ids) {
+    const res = await fetch(`${all.url}/tasks/${id}?fields=status`, { headers: { ...AUTH, prefer: 'wait=60' } });
+    const { status } = (await res.json()) as { status: string };
+    if (status !== 'succeeded') throw new Error(`task ${id} ended ${status}`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const figure = { label: 'end to end: submitted, run and final (role all)', tasks: ids.length, tasksPerSecond: Math.round(ids.length / seconds) };
+  report(figure);
+  rows.push(compare('tasks finished end to end (role all)', figure.tasksPerSecond, undefined, '/s'));
 }
 
 async function main(): Promise<void> {
@@ -66,26 +111,34 @@ async function main(): Promise<void> {
   let broker: LocalBroker | undefined;
   if (!env.kafkaBrokers) broker = await startLocalBroker({ cacheDir: env.cacheDir, persistent: false });
   const brokers = env.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
-  const config = (prefix: string) => loadConfig({ KAFKA_BROKERS: brokers.join(','), TOPIC_PREFIX: `bench.${Date.now()}.${prefix}.`, API_KEYS: `bench:${KEY}`, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+  const config = (name: string) => loadConfig({
+    KAFKA_BROKERS: brokers.join(','), TOPIC_PREFIX: `bench.${Date.now()}.${name}.`, API_KEYS: `bench:${KEY}`, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn',
+  });
+  report({ machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadavg: os.loadavg() } });
+  const rows: Comparison[] = [];
   try {
-    // Submissions alone: an api process with no runner beside it, so nothing else shares its transactions.
+    // Submissions alone: an api with no runner beside it, so nothing else shares its transactions.
     const api = await startService({ config: config('api'), brokers, logger: createLogger('warn'), role: 'api' });
-    await measure(api, 'warm-up', CONCURRENCY);
-    const sequential = await measure(api, 'POST /tasks sequential (baseline: one transaction each)', 1);
-    const concurrent = await measure(api, 'POST /tasks concurrent', CONCURRENCY);
-    console.log(JSON.stringify({ ratio: 'concurrent / sequential requests per second', value: +(concurrent.perSecond / sequential.perSecond).toFixed(2) }));
-    await api.stop();
-
+    try {
+      await writes(brokers, api, rows);
+      await reads(api, rows);
+    } finally {
+      await api.stop();
+    }
     const all = await startService({ config: config('all'), brokers, logger: createLogger('warn'), role: 'all' });
-    const e2eStart = Date.now();
-    const batch = await measure(all, 'end-to-end: submit', CONCURRENCY);
-    await allFinished(all, batch.ids);
-    const e2e = (Date.now() - e2eStart) / 1000;
-    console.log(JSON.stringify({ label: 'end-to-end: submitted and finished (countdown, 1 step; api and runner in one process)', tasks: N, seconds: +e2e.toFixed(2), tasksPerSecond: Math.round(N / e2e) }));
-    await all.stop();
+    try {
+      await endToEnd(all, rows);
+    } finally {
+      await all.stop();
+    }
+    const retained = await retainedTasks(brokers, RETAINED, KEY);
+    report({ label: 'api restarted over retained finished tasks', ...retained });
+    rows.push(compare(`api ready after restart, ${RETAINED} retained tasks`, retained.readyMs, undefined, 'ms'));
+    rows.push(compare(`api RSS, ${RETAINED} retained tasks`, retained.rssMbAfterReads, undefined, 'MB'));
   } finally {
     await broker?.stop();
   }
+  printTable(rows);
   process.exit(0);
 }
 

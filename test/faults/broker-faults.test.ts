@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { javaMajorVersion } from '../../src/kafka/local-broker-jars';
 import { topicNames } from '../../src/kafka/topics';
 import { ChaosReceiver } from '../support/chaos-receiver';
@@ -24,10 +25,12 @@ if (!hasJava) console.warn('broker-faults test skipped: it starts its own broker
 
 const KAFKA_TIMEOUT_MS = 3000;
 /*
- * Issue 8 asks every answer within KAFKA_TIMEOUT_MS + 500 ms. This measures
- * from the client, through loopback, on a shared 2-core machine, so the bound
- * asserted is looser (+1500 ms); the summary line prints the largest seen.
+ * The README promises every answer within KAFKA_TIMEOUT_MS + 500 ms. That is
+ * asserted on the api's own response times (its request log). The client's
+ * view adds loopback and a shared 2-core machine's scheduling, so its bound is
+ * looser (+1500 ms); the summary line prints the largest of both.
  */
+const SERVER_BOUND_MS = KAFKA_TIMEOUT_MS + 500;
 const ANSWER_BOUND_MS = KAFKA_TIMEOUT_MS + 1500;
 /** The README promises writes again within 15 s of the broker accepting connections (measured: 1-9 s). */
 const RECOVERY_BOUND_MS = 15000;
@@ -37,6 +40,22 @@ const ACCEPTED_AFTER_RECOVERY = 45;
 const PROBLEM_TYPE = 'https://hookstream.dev/problems/kafka-unavailable';
 
 interface Outage { how: 'SIGKILL' | 'SIGTERM'; downAt: number; portOpenAt: number; recoveryMs: number }
+
+/** The api's own response times of POST /tasks, with their status, from its info-level request log. */
+function serverResponseTimes(logFile: string): { status: number; ms: number }[] {
+  type Entry = { reqId?: string; msg?: string; req?: { method?: string; url?: string }; res?: { statusCode?: number }; responseTime?: number };
+  const entries = readFileSync(logFile, 'utf8').split('\n').flatMap((line): Entry[] => {
+    try {
+      return line.startsWith('{') ? [JSON.parse(line) as Entry] : [];
+    } catch {
+      return [];
+    }
+  });
+  const submissions = new Set(entries.filter((e) => e.msg === 'incoming request' && e.req?.method === 'POST' && e.req.url === '/tasks')
+    .map((e) => e.reqId));
+  return entries.filter((e) => e.msg === 'request completed' && submissions.has(e.reqId) && e.res?.statusCode && e.responseTime !== undefined)
+    .map((e) => ({ status: e.res?.statusCode as number, ms: e.responseTime as number }));
+}
 
 const answered = (s: Submission) => s.status !== 0 || s.error !== undefined;
 const latency = (s: Submission) => s.answeredAt - s.sentAt;
@@ -59,7 +78,9 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       CALLBACK_BACKOFF_BASE_MS: '200', CALLBACK_BACKOFF_MAX_MS: '2000', CALLBACK_MAX_ATTEMPTS: '30',
     };
     const roles = ['api', 'runner', 'bridge'];
-    children.push(...(await Promise.all(roles.map((role) => startChildService(role, prefix, env)))));
+    // The api logs every request with its own response time (info), which the deadline is checked on.
+    const envOf = (role: string) => (role === 'api' ? { ...env, LOG_LEVEL: 'info' } : env);
+    children.push(...(await Promise.all(roles.map((role) => startChildService(role, prefix, envOf(role))))));
   }, 180000);
 
   afterAll(async () => {
@@ -143,6 +164,7 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
     const invisible: string[] = [];
     for (const id of despite503) if ((await http(apiUrl, `/tasks/${id}`)).status !== 200) invisible.push(id);
     const other = running.submissions.filter((s) => s.status !== 202 && s.status !== 503);
+    const serverTimes = serverResponseTimes(children[0].logFile);
     const figures = {
       submitted: running.submissions.length, accepted: accepted.length, unavailable: unavailable.length, stalled,
       otherAnswers: other.map((s) => s.status || s.error),
@@ -158,6 +180,9 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       max503Ms: Math.max(0, ...unavailable.map(latency)),
       // One deadline for every request that needs Kafka, whatever it answers.
       maxAnswerMs: Math.max(0, ...running.submissions.map(latency)),
+      serverAnswers: serverTimes.length,
+      serverMax503Ms: Math.round(Math.max(0, ...serverTimes.filter((t) => t.status === 503).map((t) => t.ms))),
+      serverMaxAnswerMs: Math.round(Math.max(0, ...serverTimes.map((t) => t.ms))),
       recoveryMs: outages.map((o) => `${o.how}:${o.recoveryMs}`),
       timelineS: outages.map((o) => `${o.how} down@${(o.downAt - began) / 1000} up@${(o.portOpenAt - began) / 1000}`),
       totalS: (Date.now() - began) / 1000,
@@ -180,6 +205,9 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       otherAnswers: [], notFinalViaGet: 0, noFinalOnTopic: 0, doubleFinals: 0, missedCallbacks: 0, extraCallbacks: 0,
       wrongCallbackEvent: 0, invisibleViaGet: 0, badProblems: 0, childrenAlive: 3,
     });
+    // Every submission the client saw answered is in the api's log, or the server-side bound proves nothing.
+    expect(figures.serverAnswers).toBe(running.submissions.filter((s) => s.status > 0).length);
+    expect(figures.serverMaxAnswerMs).toBeLessThanOrEqual(SERVER_BOUND_MS);
     expect(figures.max503Ms).toBeLessThanOrEqual(ANSWER_BOUND_MS);
     expect(figures.maxAnswerMs).toBeLessThanOrEqual(ANSWER_BOUND_MS);
     for (const o of outages) expect(o.recoveryMs).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
