@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
@@ -9,6 +8,7 @@ import { contentNegotiationPlugin } from './http/content-negotiation';
 import { halPlugin } from './http/hal-plugin';
 import { methodsPlugin } from './http/methods';
 import { problem, PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem';
+import { requestIdOf, requestIdPlugin } from './http/request-id';
 import { selectionPlugin } from './http/selection';
 import type { Logger } from './logger';
 import { resourceRoutes } from './resources/resource-routes';
@@ -68,7 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const limits = deps.http ?? DEFAULT_HTTP_LIMITS;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    genReqId: () => randomUUID(),
+    genReqId: requestIdOf,
     bodyLimit: deps.bodyLimitBytes,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
@@ -84,13 +84,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: (err, socket) => answerClientError(err as NodeJS.ErrnoException, socket, deps.logger),
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
     frameworkErrors: (error, request, reply) => {
-      (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).send(problem('bad-request', error.message, {
+      (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).header('x-request-id', request.id).send(problem('bad-request', error.message, {
         instance: request.url.split('?')[0], logref: request.id,
       }));
     },
   });
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
+  await app.register(requestIdPlugin);
   await app.register(problemPlugin);
   await app.register(methodsPlugin);
   await app.register(contentNegotiationPlugin);
