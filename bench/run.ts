@@ -1,5 +1,5 @@
 /*
- * npm run bench [-- --quick]: hookstream's figures against baselines started
+ * npm run bench [-- --quick] [--only=api,e2e,bridge,retained]: hookstream's figures against baselines started
  * in the same run on the same broker (see baselines.ts). Prints one JSON line
  * per measurement, then a table of figure, baseline and ratio. The machine is
  * whatever this runs on, often shared: read the ratios, not the absolute
@@ -14,12 +14,14 @@ import { startService, type RunningService } from '../src/service';
 import { bareFastify, batchedKafka, naiveKafka, type Baseline } from './baselines';
 import { closedLoop, compare, getter, interleaved, poster, printTable, type Comparison, type LoadFigure } from './load';
 import { retainedTasks } from './retained-tasks';
+import { bridgeDrain } from './bridge-drain';
 
 const KEY = 'bench-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
 const QUICK = process.argv.includes('--quick');
 const REQUESTS = QUICK ? 300 : 2000;
 const RETAINED = QUICK ? 10000 : 100000;
+const QUEUED_EVENTS = QUICK ? 1000 : 3000;
 const ROUNDS = 3;
 const TASK = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
 
@@ -116,25 +118,40 @@ async function main(): Promise<void> {
   });
   report({ machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadavg: os.loadavg() } });
   const rows: Comparison[] = [];
+  const sections: Record<string, () => Promise<void>> = {
+    async api() {
+      // Submissions alone: an api with no runner beside it, so nothing else shares its transactions.
+      const api = await startService({ config: config('api'), brokers, logger: createLogger('warn'), role: 'api' });
+      try {
+        await writes(brokers, api, rows);
+        await reads(api, rows);
+      } finally {
+        await api.stop();
+      }
+    },
+    async e2e() {
+      const all = await startService({ config: config('all'), brokers, logger: createLogger('warn'), role: 'all' });
+      try {
+        await endToEnd(all, rows);
+      } finally {
+        await all.stop();
+      }
+    },
+    async bridge() {
+      const drain = await bridgeDrain(brokers, QUEUED_EVENTS, KEY);
+      report({ label: 'one subscription draining queued events', ...drain });
+      rows.push(compare(`bridge: one subscription, ${QUEUED_EVENTS} queued events`, drain.bridgePerSecond, drain.plainLoopPerSecond, '/s', 'plain kafkajs + undici loop'));
+    },
+    async retained() {
+      const retained = await retainedTasks(brokers, RETAINED, KEY);
+      report({ label: 'api restarted over retained finished tasks', ...retained });
+      rows.push(compare(`api ready after restart, ${RETAINED} retained tasks`, retained.readyMs, undefined, 'ms'));
+      rows.push(compare(`api RSS, ${RETAINED} retained tasks`, retained.rssMbAfterReads, undefined, 'MB'));
+    },
+  };
+  const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
   try {
-    // Submissions alone: an api with no runner beside it, so nothing else shares its transactions.
-    const api = await startService({ config: config('api'), brokers, logger: createLogger('warn'), role: 'api' });
-    try {
-      await writes(brokers, api, rows);
-      await reads(api, rows);
-    } finally {
-      await api.stop();
-    }
-    const all = await startService({ config: config('all'), brokers, logger: createLogger('warn'), role: 'all' });
-    try {
-      await endToEnd(all, rows);
-    } finally {
-      await all.stop();
-    }
-    const retained = await retainedTasks(brokers, RETAINED, KEY);
-    report({ label: 'api restarted over retained finished tasks', ...retained });
-    rows.push(compare(`api ready after restart, ${RETAINED} retained tasks`, retained.readyMs, undefined, 'ms'));
-    rows.push(compare(`api RSS, ${RETAINED} retained tasks`, retained.rssMbAfterReads, undefined, 'MB'));
+    for (const [name, run] of Object.entries(sections)) if (!only || only.includes(name)) await run();
   } finally {
     await broker?.stop();
   }
