@@ -5,6 +5,8 @@ interface Writer {
   publisher: FencingPublisher;
   /** the initialization of the transactional id after which the view was last synced */
   syncedGeneration: number;
+  /** a write failed since that sync: it may have landed all the same, unseen by the view */
+  unsure: boolean;
 }
 
 /** A partition's publisher, and the initialization after which the view shows every committed write. */
@@ -34,7 +36,9 @@ export class PartitionWriters {
 
   async checked(partition: number): Promise<CheckedWriter> {
     const writer = this.writer(partition);
-    // The common case: nothing was initialized since the last sync, so the view already shows every final event.
+    if (writer.unsure) return this.resolved(partition);
+    // The common case: nothing was initialized and no write failed since the last sync, so the view shows every
+    // final event (the publisher's successful writes were each read back before they answered).
     const current = writer.publisher.generation;
     if (current !== undefined && current === writer.syncedGeneration) return { publisher: writer.publisher, generation: current };
     const generation = await writer.publisher.settled();
@@ -52,17 +56,30 @@ export class PartitionWriters {
    */
   async resolved(partition: number): Promise<CheckedWriter> {
     const writer = this.writer(partition);
-    const generation = await writer.publisher.settled();
-    await this.view.syncedSince(Date.now(), this.timeoutMs);
-    writer.syncedGeneration = generation;
-    return { publisher: writer.publisher, generation };
+    // Cleared first: a write failing while this runs marks it again, for the next check.
+    writer.unsure = false;
+    try {
+      const generation = await writer.publisher.settled();
+      await this.view.syncedSince(Date.now(), this.timeoutMs);
+      writer.syncedGeneration = generation;
+      return { publisher: writer.publisher, generation };
+    } catch (err) {
+      writer.unsure = true;
+      throw err;
+    }
+  }
+
+  /** A write through this partition's publisher failed: the next check settles and syncs before it answers. */
+  markUnsure(partition: number): void {
+    const writer = this.writers.get(partition);
+    if (writer) writer.unsure = true;
   }
 
   private writer(partition: number): Writer {
     let writer = this.writers.get(partition);
     if (!writer) {
       const publisher = this.create(`${this.transactionalIdPrefix}${partition}`);
-      writer = { publisher, syncedGeneration: -1 };
+      writer = { publisher, syncedGeneration: -1, unsure: false };
       this.writers.set(partition, writer);
     }
     return writer;

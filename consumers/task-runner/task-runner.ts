@@ -85,22 +85,37 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     const status = outcome.kind === 'task.succeeded' ? 'succeeded' : outcome.kind === 'task.failed' ? 'failed' : 'cancelled';
     const change: Partial<TaskSnapshot> = { status, finishedAt: new Date().toISOString(), ...outcome.data };
     let writer = job.writer;
-    for (let failures = 1; !job.handBack.aborted; failures += 1) {
+    while (!job.handBack.aborted) {
       try {
         await journal.write(outcome.kind, change, outcome.data, { generation: writer.generation });
         return;
       } catch (err) {
+        writers.markUnsure(job.partition);
         logger.warn({ taskId: job.taskId, err }, 'the final event may not have landed; settling it before deciding');
       }
+      // The failed write may have committed under this very generation (its answer or the view's wait was what
+      // failed), so the generation proves nothing now: write again only once the view, synced after the
+      // publisher settled, shows no final event.
+      const checked = await settledWithoutFinal(job);
+      if (!checked) return;
+      writer = checked;
+    }
+  }
+
+  /** Settles the partition's writes and syncs the view until it can say; undefined when a final is there or handed back. */
+  async function settledWithoutFinal(job: Job): Promise<CheckedWriter | undefined> {
+    for (let failures = 1; !job.handBack.aborted; failures += 1) {
       try {
         await pause(retryDelayMs(failures, firstRetryMs / 4, 10000), job.handBack);
-        writer = await writers.resolved(job.partition);
+        const writer = await writers.resolved(job.partition);
         const seen = deps.view.get(job.taskId);
-        if (isSnapshot(seen) && isFinal(seen.status)) return;
+        return isSnapshot(seen) && isFinal(seen.status) ? undefined : writer;
       } catch (err) {
-        logger.warn({ taskId: job.taskId, err }, 'Kafka is not answering; the final event is tried again');
+        if (job.handBack.aborted) return undefined;
+        logger.warn({ taskId: job.taskId, err }, 'Kafka is not answering; the final event is decided once it does');
       }
     }
+    return undefined;
   }
 
   async function runOnce(job: Job, snapshot: TaskSnapshot, input: unknown): Promise<'done' | 'retry' | 'handed-back'> {
@@ -120,7 +135,10 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     try {
       const outcome = await execute(type, journal, input, signal, job.exec);
       if (outcome === 'handed-back') return 'handed-back';
-      if (!(await journal.flush())) return 'retry';
+      if (!(await journal.flush())) {
+        writers.markUnsure(job.partition);
+        return 'retry';
+      }
       if (supersededBy(deps.view, snapshot.taskId, attempt)) return 'done';
       await finish(job, journal, outcome);
       return job.handBack.aborted ? 'handed-back' : 'done';
@@ -166,6 +184,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
       try {
         if ((await handleOnce(record, taskId, handBack)) !== 'retry') return;
       } catch (err) {
+        writers.markUnsure(record.partition);
         if (handBack.aborted) return;
         logger.warn({ taskId, err }, 'task run interrupted by a Kafka failure; running it again');
       }

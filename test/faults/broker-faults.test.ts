@@ -188,7 +188,7 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       totalS: (Date.now() - began) / 1000,
       childrenAlive: children.filter((c) => c.running).length,
       doubleFinalTasks: taskIds.filter((_, i) => finals[i] > 1).slice(0, 3)
-        .map((id) => byTask.get(id)?.map((e) => `${e.kind.replace('task.', '')}#${e.attempt}`).join(',')),
+        .map((id) => `${id}: ${byTask.get(id)?.map((e) => `${e.kind.replace('task.', '')}#${e.attempt}@${e.partition}:${e.offset}`).join(',')}`),
     };
     const logs = [...children.map((c) => c.logFile), broker.logFile].join(' ');
     console.log(`broker-faults: ${JSON.stringify(figures)} allCalledBack=${allCalledBack} logs: ${logs}`);

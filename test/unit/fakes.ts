@@ -54,7 +54,15 @@ export class FakeView<T> implements StateView<T> {
     return this.state.size;
   }
 
-  async waitFor(): Promise<void> {}
+  /** the next N waits for positions fail, as a view that did not catch up in time */
+  failWaits = 0;
+
+  async waitFor(): Promise<void> {
+    if (this.failWaits > 0) {
+      this.failWaits -= 1;
+      throw new Error('view did not catch up within the deadline (fake)');
+    }
+  }
 
   onChange(listener: (key: string, value: T | undefined) => void): void {
     this.listeners.push(listener);

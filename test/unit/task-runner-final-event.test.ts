@@ -38,8 +38,14 @@ class FakeLog {
   }
 }
 
+/**
+ * Like the real one, settling re-initializes the transactional id (a new
+ * generation) only after a failed transaction; a caller whose own deadline or
+ * read-back failed leaves the generation as it was.
+ */
 function fencingPublisherOn(log: FakeLog): FencingPublisher {
   let generation = 0;
+  let failedSinceSettled = false;
   const commit = (records: OutgoingRecord[]): RecordPosition[] => {
     log.records.push(...records);
     for (const r of records) if (r.topic === topics.tasks) log.view.set(r.key, JSON.parse(String(r.value)));
@@ -48,11 +54,12 @@ function fencingPublisherOn(log: FakeLog): FencingPublisher {
   const publish = async (records: OutgoingRecord[], options?: { generation?: number }) => {
     log.beforePublish(records);
     if (options?.generation !== undefined && options.generation !== generation) throw new Error('generation moved on');
-    if (log.failing > 0) { log.failing -= 1; throw new Error('no acknowledgement (fake)'); }
+    if (log.failing > 0) { log.failing -= 1; failedSinceSettled = true; throw new Error('no acknowledgement (fake)'); }
     const positions = commit(records);
     if (log.ambiguous > 0) {
       log.ambiguous -= 1;
       log.ambiguousSeen += 1;
+      failedSinceSettled = true;
       throw new Error('no acknowledgement in time (fake), but it committed');
     }
     return positions;
@@ -63,8 +70,12 @@ function fencingPublisherOn(log: FakeLog): FencingPublisher {
       const a = await publish(first, options);
       return [...a, ...(await publish(then(a), options))];
     },
-    async settled() { generation += 1; return generation; },
-    get generation() { return undefined; },
+    async settled() {
+      if (failedSinceSettled || generation === 0) generation += 1;
+      failedSinceSettled = false;
+      return generation;
+    },
+    get generation() { return generation === 0 ? undefined : generation; },
     async close() {},
   };
 }
@@ -105,6 +116,24 @@ describe('task runner: exactly one final event', () => {
     await handle(request('t2', 0), new AbortController().signal);
     expect(failed).toBe(true);
     expect(log.finals('t2')).toEqual(['task.succeeded']);
+  });
+
+  test('a final that committed but was not read back in time, then a failed sync, is not written again', async () => {
+    // The generation did not move (the transaction itself went through), so only the view can tell.
+    const log = new FakeLog();
+    let armed = false;
+    log.beforePublish = (records) => {
+      if (isFinalWrite(records) && !armed) {
+        armed = true;
+        log.view.failWaits = 1;
+        log.view.failSyncs = 1;
+      }
+    };
+    const handle = await runner(log);
+    await handle(request('t4', 0), new AbortController().signal);
+    expect(armed).toBe(true);
+    expect(log.view.failSyncs).toBe(0);
+    expect(log.finals('t4')).toEqual(['task.succeeded']);
   });
 
   test('the same request delivered twice at once (a re-fetch, a duplicate produce) runs once', async () => {
