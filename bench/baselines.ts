@@ -15,7 +15,13 @@ export interface Baseline {
 
 async function listen(app: FastifyInstance, close: () => Promise<void> = async () => undefined): Promise<Baseline> {
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  return { url, close: async () => { await app.close(); await close(); } };
+  return {
+    url,
+    close: async () => {
+      await app.close();
+      await close();
+    },
+  };
 }
 
 /** POST /tasks answers 202 with a small JSON body; GET /echo answers the JSON body it was given at start. */

@@ -41,7 +41,9 @@ class CountingReceiver {
 
   reached(target: number): Promise<void> {
     if (this.count >= target) return Promise.resolve();
-    return new Promise((resolve) => { this.waiter = { target, resolve }; });
+    return new Promise((resolve) => {
+      this.waiter = { target, resolve };
+    });
   }
 
   stop(): Promise<void> {
@@ -52,20 +54,28 @@ class CountingReceiver {
 export async function bridgeDrain(brokers: string[], events: number, key: string): Promise<DrainFigure> {
   const receiver = await new CountingReceiver().start();
   const env = {
-    KAFKA_BROKERS: brokers.join(','), TOPIC_PREFIX: `bench.${Date.now()}.drain.`, API_KEYS: `bench:${key}`, PORT: '0',
-    HOST: '127.0.0.1', LOG_LEVEL: 'warn', CALLBACK_ALLOW_PRIVATE: 'true',
+    KAFKA_BROKERS: brokers.join(','),
+    TOPIC_PREFIX: `bench.${Date.now()}.drain.`,
+    API_KEYS: `bench:${key}`,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    CALLBACK_ALLOW_PRIVATE: 'true',
   };
   const api = await startService({ config: loadConfig(env), brokers, logger: createLogger('warn'), role: 'api' });
   const topic = api.kafka.topics.domainEvents;
   try {
     const res = await fetch(`${api.url}/subscriptions`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ callbackUrl: `${receiver.url}/hook`, mode: 'continuous', events: ['order.created'] }),
     });
     if (res.status !== 201) throw new Error(`POST /subscriptions answered ${res.status}: ${await res.text()}`);
     for (let i = 0; i < events; i += 500) {
       const records = Array.from({ length: Math.min(500, events - i) }, (_, j) => ({
-        topic, key: `order-${i + j}`, value: JSON.stringify({ event: 'order.created', resource: `/orders/order-${i + j}`, data: { n: i + j } }),
+        topic,
+        key: `order-${i + j}`,
+        value: JSON.stringify({ event: 'order.created', resource: `/orders/order-${i + j}`, data: { n: i + j } }),
       }));
       await api.kafka.publisher.publish(records);
     }
@@ -74,7 +84,12 @@ export async function bridgeDrain(brokers: string[], events: number, key: string
   }
 
   let started = performance.now();
-  const bridge = await startService({ config: loadConfig({ ...env, PORT: '0' }), brokers, logger: createLogger('warn'), role: 'bridge' });
+  const bridge = await startService({
+    config: loadConfig({ ...env, PORT: '0' }),
+    brokers,
+    logger: createLogger('warn'),
+    role: 'bridge',
+  });
   await receiver.reached(events);
   const bridgeSeconds = (performance.now() - started) / 1000;
   await bridge.stop();
@@ -87,7 +102,11 @@ export async function bridgeDrain(brokers: string[], events: number, key: string
   started = performance.now();
   await consumer.run({
     eachMessage: async ({ message }) => {
-      const answer = await request(`${receiver.url}/plain`, { method: 'POST', body: message.value ?? '', headers: { 'content-type': 'application/json' } });
+      const answer = await request(`${receiver.url}/plain`, {
+        method: 'POST',
+        body: message.value ?? '',
+        headers: { 'content-type': 'application/json' },
+      });
       await answer.body.dump();
     },
   });
@@ -95,5 +114,9 @@ export async function bridgeDrain(brokers: string[], events: number, key: string
   const plainSeconds = (performance.now() - started) / 1000;
   await consumer.disconnect();
   await receiver.stop();
-  return { events, bridgePerSecond: Math.round(events / bridgeSeconds), plainLoopPerSecond: Math.round(events / plainSeconds) };
+  return {
+    events,
+    bridgePerSecond: Math.round(events / bridgeSeconds),
+    plainLoopPerSecond: Math.round(events / plainSeconds),
+  };
 }

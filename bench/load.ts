@@ -9,19 +9,24 @@ export interface LoadFigure {
 }
 
 export async function closedLoop(
-  label: string, requests: number, concurrency: number, send: () => Promise<void>,
+  label: string,
+  requests: number,
+  concurrency: number,
+  send: () => Promise<void>,
 ): Promise<LoadFigure> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < requests) {
-      next += 1;
-      const t = performance.now();
-      await send();
-      latencies.push(performance.now() - t);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < requests) {
+        next += 1;
+        const t = performance.now();
+        await send();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => +latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(1);
@@ -34,21 +39,36 @@ export async function closedLoop(
  * median round by throughput.
  */
 export async function interleaved(
-  rounds: number, requests: number, concurrency: number, contenders: { label: string; send: () => Promise<void> }[],
+  rounds: number,
+  requests: number,
+  concurrency: number,
+  contenders: { label: string; send: () => Promise<void> }[],
 ): Promise<LoadFigure[]> {
   const results = contenders.map(() => [] as LoadFigure[]);
   for (const c of contenders) await closedLoop(`${c.label} (warm-up)`, Math.min(200, requests), concurrency, c.send);
   for (let r = 0; r < rounds; r += 1) {
-    for (const [i, c] of contenders.entries()) results[i].push(await closedLoop(c.label, requests, concurrency, c.send));
+    for (const [i, c] of contenders.entries())
+      results[i].push(await closedLoop(c.label, requests, concurrency, c.send));
   }
-  return results.map((figures) => [...figures].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(figures.length / 2)]);
+  return results.map(
+    (figures) => [...figures].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(figures.length / 2)],
+  );
 }
 
 /** A POST with a JSON body that must answer `expected`; the body is read so the connection is reused. */
-export function poster(url: string, body: unknown, headers: Record<string, string>, expected: number): () => Promise<void> {
+export function poster(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  expected: number,
+): () => Promise<void> {
   const payload = JSON.stringify(body);
   return async () => {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payload });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: payload,
+    });
     const text = await res.text();
     if (res.status !== expected) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
   };
@@ -70,7 +90,13 @@ export interface Comparison {
   ratio: number | null;
 }
 
-export function compare(figure: string, ours: number, theirs: number | undefined, unit: string, baselineName = ''): Comparison {
+export function compare(
+  figure: string,
+  ours: number,
+  theirs: number | undefined,
+  unit: string,
+  baselineName = '',
+): Comparison {
   return {
     figure,
     hookstream: `${ours} ${unit}`,
@@ -80,8 +106,18 @@ export function compare(figure: string, ours: number, theirs: number | undefined
 }
 
 export function printTable(rows: Comparison[]): void {
-  const header: Comparison = { figure: 'figure', hookstream: 'hookstream', baseline: 'baseline, same run', ratio: null };
-  const cells = [header, ...rows].map((r) => [r.figure, r.hookstream, r.baseline, r.ratio === null ? (r === header ? 'ratio' : '-') : `${r.ratio}x`]);
+  const header: Comparison = {
+    figure: 'figure',
+    hookstream: 'hookstream',
+    baseline: 'baseline, same run',
+    ratio: null,
+  };
+  const cells = [header, ...rows].map((r) => [
+    r.figure,
+    r.hookstream,
+    r.baseline,
+    r.ratio === null ? (r === header ? 'ratio' : '-') : `${r.ratio}x`,
+  ]);
   const widths = cells[0].map((_, i) => Math.max(...cells.map((c) => c[i].length)));
   const line = (c: string[]) => `| ${c.map((v, i) => v.padEnd(widths[i])).join(' | ')} |`;
   console.log(line(cells[0]));

@@ -31,21 +31,43 @@ function freePort(): Promise<number> {
 }
 
 function rssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:')) ?? '';
+  const line =
+    readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('VmRSS:')) ?? '';
   return Math.round(Number(/(\d+)/.exec(line)?.[1] ?? 0) / 1024);
 }
 
 function finishedTask(tenant: string, topic: string, i: number): TaskSnapshot {
   const now = new Date().toISOString();
   return {
-    taskId: randomUUID(), tenant, type: 'countdown', status: 'succeeded', topic, partition: i % 3, offset: i, attempt: 1,
-    progress: { current: 10, total: 10 }, result: { steps: 10 }, createdAt: now, startedAt: now, finishedAt: now, updatedAt: now,
+    taskId: randomUUID(),
+    tenant,
+    type: 'countdown',
+    status: 'succeeded',
+    topic,
+    partition: i % 3,
+    offset: i,
+    attempt: 1,
+    progress: { current: 10, total: 10 },
+    result: { steps: 10 },
+    createdAt: now,
+    startedAt: now,
+    finishedAt: now,
+    updatedAt: now,
   } as TaskSnapshot;
 }
 
 export async function retainedTasks(brokers: string[], count: number, key: string): Promise<RetainedFigure> {
   const prefix = `bench.${Date.now()}.retained.`;
-  const kafka = await connectKafka({ brokers, topicPrefix: prefix, partitions: 3, timeoutMs: 30000, processName: 'bench', logger: createLogger('warn') });
+  const kafka = await connectKafka({
+    brokers,
+    topicPrefix: prefix,
+    partitions: 3,
+    timeoutMs: 30000,
+    processName: 'bench',
+    logger: createLogger('warn'),
+  });
   const ids: string[] = [];
   try {
     const chunk = 500;
@@ -69,15 +91,23 @@ export async function retainedTasks(brokers: string[], count: number, key: strin
   const child = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js'), 'api'], {
     stdio: 'ignore',
     env: {
-      PATH: process.env.PATH ?? '', KAFKA_BROKERS: brokers.join(','), TOPIC_PREFIX: prefix, PORT: String(port), HOST: '127.0.0.1',
-      API_KEYS: `bench:${key}`, LOG_LEVEL: 'warn',
+      PATH: process.env.PATH ?? '',
+      KAFKA_BROKERS: brokers.join(','),
+      TOPIC_PREFIX: prefix,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      API_KEYS: `bench:${key}`,
+      LOG_LEVEL: 'warn',
     },
   });
   try {
     const base = `http://127.0.0.1:${port}`;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`the api exited with ${child.exitCode}`);
-      const ready = await fetch(`${base}/health/ready`).then((r) => r.status === 200, () => false);
+      const ready = await fetch(`${base}/health/ready`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ready) break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -85,7 +115,8 @@ export async function retainedTasks(brokers: string[], count: number, key: strin
     const rssMbReady = rssMb(child.pid as number);
     for (const id of ids) {
       const res = await fetch(`${base}/tasks/${id}`, { headers: { authorization: `Bearer ${key}` } });
-      if (res.status !== 200) throw new Error(`GET /tasks/${id} answered ${res.status}: the restarted api lost a retained task`);
+      if (res.status !== 200)
+        throw new Error(`GET /tasks/${id} answered ${res.status}: the restarted api lost a retained task`);
       await res.text();
     }
     return { tasks: count, readyMs, rssMbReady, rssMbAfterReads: rssMb(child.pid as number) };

@@ -28,7 +28,11 @@ const TASK = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
 const report = (figure: object) => console.log(JSON.stringify(figure));
 
 /** Medians of interleaved rounds, each printed as a JSON line. */
-async function measured(requests: number, concurrency: number, contenders: { label: string; send: () => Promise<void> }[]): Promise<LoadFigure[]> {
+async function measured(
+  requests: number,
+  concurrency: number,
+  contenders: { label: string; send: () => Promise<void> }[],
+): Promise<LoadFigure[]> {
   const figures = await interleaved(ROUNDS, requests, concurrency, contenders);
   for (const f of figures) report({ ...f, rounds: ROUNDS, figure: 'median round' });
   return figures;
@@ -60,9 +64,20 @@ async function writes(brokers: string[], api: RunningService, rows: Comparison[]
       ];
       const [h, n, b] = await measured(requests, concurrency, concurrency === 1 ? contenders.slice(0, 2) : contenders);
       rows.push(compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, n.perSecond, '/s', 'naive kafkajs'));
-      if (b) rows.push(compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, b.perSecond, '/s', 'batched kafkajs'));
+      if (b)
+        rows.push(
+          compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, b.perSecond, '/s', 'batched kafkajs'),
+        );
       rows.push(compare(`POST /tasks c=${concurrency}, p50`, h.p50Ms, n.p50Ms, 'ms', 'naive kafkajs'));
-      rows.push(compare(`POST /tasks c=${concurrency}, p99`, h.p99Ms, (b ?? n).p99Ms, 'ms', b ? 'batched kafkajs' : 'naive kafkajs'));
+      rows.push(
+        compare(
+          `POST /tasks c=${concurrency}, p99`,
+          h.p99Ms,
+          (b ?? n).p99Ms,
+          'ms',
+          b ? 'batched kafkajs' : 'naive kafkajs',
+        ),
+      );
     }
     report({ publisher: api.kafka.publisherStats() });
   } finally {
@@ -71,7 +86,11 @@ async function writes(brokers: string[], api: RunningService, rows: Comparison[]
 }
 
 async function reads(api: RunningService, rows: Comparison[]): Promise<void> {
-  const res = await fetch(`${api.url}/tasks`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(TASK) });
+  const res = await fetch(`${api.url}/tasks`, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    body: JSON.stringify(TASK),
+  });
   const { taskId } = (await res.json()) as { taskId: string };
   const path = `/tasks/${taskId}?fields=status,type`;
   const body = await (await fetch(`${api.url}${path}`, { headers: AUTH })).json();
@@ -79,7 +98,10 @@ async function reads(api: RunningService, rows: Comparison[]): Promise<void> {
   try {
     for (const concurrency of [10, 50]) {
       const [h, b] = await measured(REQUESTS, concurrency, [
-        { label: `hookstream GET /tasks/{id}?fields=status,type c=${concurrency}`, send: getter(`${api.url}${path}`, AUTH) },
+        {
+          label: `hookstream GET /tasks/{id}?fields=status,type c=${concurrency}`,
+          send: getter(`${api.url}${path}`, AUTH),
+        },
         { label: `bare Fastify GET, same body c=${concurrency}`, send: getter(`${bare.url}/echo`, {}) },
       ]);
       rows.push(compare(`GET /tasks/{id}?fields c=${concurrency}`, h.perSecond, b.perSecond, '/s', 'bare Fastify'));
@@ -93,7 +115,11 @@ async function endToEnd(all: RunningService, rows: Comparison[]): Promise<void> 
   const started = performance.now();
   const ids: string[] = [];
   await closedLoop('end-to-end submit', REQUESTS, 50, async () => {
-    const res = await fetch(`${all.url}/tasks`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(TASK) });
+    const res = await fetch(`${all.url}/tasks`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify(TASK),
+    });
     ids.push(((await res.json()) as { taskId: string }).taskId);
   });
   // The last submitted is not necessarily the last to finish: wait for each, by Prefer: wait (no polling loop).
@@ -103,7 +129,11 @@ async function endToEnd(all: RunningService, rows: Comparison[]): Promise<void> 
     if (status !== 'succeeded') throw new Error(`task ${id} ended ${status}`);
   }
   const seconds = (performance.now() - started) / 1000;
-  const figure = { label: 'end to end: submitted, run and final (role all)', tasks: ids.length, tasksPerSecond: Math.round(ids.length / seconds) };
+  const figure = {
+    label: 'end to end: submitted, run and final (role all)',
+    tasks: ids.length,
+    tasksPerSecond: Math.round(ids.length / seconds),
+  };
   report(figure);
   rows.push(compare('tasks finished end to end (role all)', figure.tasksPerSecond, undefined, '/s'));
 }
@@ -113,10 +143,24 @@ async function main(): Promise<void> {
   let broker: LocalBroker | undefined;
   if (!env.kafkaBrokers) broker = await startLocalBroker({ cacheDir: env.cacheDir, persistent: false });
   const brokers = env.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
-  const config = (name: string) => loadConfig({
-    KAFKA_BROKERS: brokers.join(','), TOPIC_PREFIX: `bench.${Date.now()}.${name}.`, API_KEYS: `bench:${KEY}`, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn',
+  const config = (name: string) =>
+    loadConfig({
+      KAFKA_BROKERS: brokers.join(','),
+      TOPIC_PREFIX: `bench.${Date.now()}.${name}.`,
+      API_KEYS: `bench:${KEY}`,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    });
+  report({
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model,
+      memoryGb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      loadavg: os.loadavg(),
+    },
   });
-  report({ machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadavg: os.loadavg() } });
   const rows: Comparison[] = [];
   const sections: Record<string, () => Promise<void>> = {
     async api() {
@@ -140,7 +184,15 @@ async function main(): Promise<void> {
     async bridge() {
       const drain = await bridgeDrain(brokers, QUEUED_EVENTS, KEY);
       report({ label: 'one subscription draining queued events', ...drain });
-      rows.push(compare(`bridge: one subscription, ${QUEUED_EVENTS} queued events`, drain.bridgePerSecond, drain.plainLoopPerSecond, '/s', 'plain kafkajs + undici loop'));
+      rows.push(
+        compare(
+          `bridge: one subscription, ${QUEUED_EVENTS} queued events`,
+          drain.bridgePerSecond,
+          drain.plainLoopPerSecond,
+          '/s',
+          'plain kafkajs + undici loop',
+        ),
+      );
     },
     async retained() {
       const retained = await retainedTasks(brokers, RETAINED, KEY);
@@ -149,7 +201,10 @@ async function main(): Promise<void> {
       rows.push(compare(`api RSS, ${RETAINED} retained tasks`, retained.rssMbAfterReads, undefined, 'MB'));
     },
   };
-  const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+  const only = process.argv
+    .find((a) => a.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',');
   try {
     for (const [name, run] of Object.entries(sections)) if (!only || only.includes(name)) await run();
   } finally {

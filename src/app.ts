@@ -84,9 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: (err, socket) => answerClientError(err as NodeJS.ErrnoException, socket, deps.logger),
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
     frameworkErrors: (error, request, reply) => {
-      (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).header('x-request-id', request.id).send(problem('bad-request', error.message, {
-        instance: request.url.split('?')[0], logref: request.id,
-      }));
+      const body = problem('bad-request', error.message, { instance: request.url.split('?')[0], logref: request.id });
+      (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).header('x-request-id', request.id).send(body);
     },
   });
   app.server.maxConnections = limits.maxConnections;

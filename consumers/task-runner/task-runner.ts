@@ -102,7 +102,10 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     }
   }
 
-  /** Settles the partition's writes and syncs the view until it can say; undefined when a final is there or handed back. */
+  /**
+   * Settles the partition's writes and syncs the view, again until it can say: the writer to write the final with,
+   * or undefined when the final is there or the task was handed back.
+   */
   async function settledWithoutFinal(job: Job): Promise<CheckedWriter | undefined> {
     for (let failures = 1; !job.handBack.aborted; failures += 1) {
       try {

@@ -46,7 +46,9 @@ export class HighWatermarks {
   constructor(kafka: Kafka) {
     const factory = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
     const create = factory && (kafka as unknown as Record<symbol, CreateCluster | undefined>)[factory];
-    if (typeof create !== 'function') throw new Error('this kafkajs version has no cluster factory: high watermarks need kafkajs 2.2');
+    if (typeof create !== 'function') {
+      throw new Error('this kafkajs version has no cluster factory: high watermarks need kafkajs 2.2');
+    }
     this.cluster = create.call(kafka, { allowAutoTopicCreation: false, isolationLevel: READ_UNCOMMITTED });
   }
 

@@ -43,7 +43,9 @@ interface Outage { how: 'SIGKILL' | 'SIGTERM'; downAt: number; portOpenAt: numbe
 
 /** The api's own response times of POST /tasks, with their status, from its info-level request log. */
 function serverResponseTimes(logFile: string): { status: number; ms: number }[] {
-  type Entry = { reqId?: string; msg?: string; req?: { method?: string; url?: string }; res?: { statusCode?: number }; responseTime?: number };
+  type Entry = {
+    reqId?: string; msg?: string; req?: { method?: string; url?: string }; res?: { statusCode?: number }; responseTime?: number;
+  };
   const entries = readFileSync(logFile, 'utf8').split('\n').flatMap((line): Entry[] => {
     try {
       return line.startsWith('{') ? [JSON.parse(line) as Entry] : [];
@@ -51,9 +53,10 @@ function serverResponseTimes(logFile: string): { status: number; ms: number }[] 
       return [];
     }
   });
-  const submissions = new Set(entries.filter((e) => e.msg === 'incoming request' && e.req?.method === 'POST' && e.req.url === '/tasks')
-    .map((e) => e.reqId));
-  return entries.filter((e) => e.msg === 'request completed' && submissions.has(e.reqId) && e.res?.statusCode && e.responseTime !== undefined)
+  const isSubmission = (e: Entry) => e.msg === 'incoming request' && e.req?.method === 'POST' && e.req.url === '/tasks';
+  const submissions = new Set(entries.filter(isSubmission).map((e) => e.reqId));
+  const completed = (e: Entry) => e.msg === 'request completed' && e.res?.statusCode && e.responseTime !== undefined;
+  return entries.filter((e) => completed(e) && submissions.has(e.reqId))
     .map((e) => ({ status: e.res?.statusCode as number, ms: e.responseTime as number }));
 }
 
@@ -188,7 +191,10 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       totalS: (Date.now() - began) / 1000,
       childrenAlive: children.filter((c) => c.running).length,
       doubleFinalTasks: taskIds.filter((_, i) => finals[i] > 1).slice(0, 3)
-        .map((id) => `${id}: ${byTask.get(id)?.map((e) => `${e.kind.replace('task.', '')}#${e.attempt}@${e.partition}:${e.offset}`).join(',')}`),
+        .map((id) => {
+          const events = byTask.get(id) ?? [];
+          return `${id}: ${events.map((e) => `${e.kind.replace('task.', '')}#${e.attempt}@${e.partition}:${e.offset}`).join(',')}`;
+        }),
     };
     const logs = [...children.map((c) => c.logFile), broker.logFile].join(' ');
     console.log(`broker-faults: ${JSON.stringify(figures)} allCalledBack=${allCalledBack} logs: ${logs}`);

@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { bareApp } from '../support/bare-app';
 import { http } from '../support/http';
-import { TENANT_A_KEY } from '../support/test-service';
 
 /** An unexpected failure in a route is a 500 Problem with a logref and nothing internal. */
 describe('500', () => {
@@ -11,21 +8,15 @@ describe('500', () => {
   const logged: string[] = [];
 
   beforeAll(async () => {
-    app = await buildApp({
-      logger: createLogger('silent'),
-      apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
-      bodyLimitBytes: 1024 * 1024,
-      readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
-      routes: [{
-        collections: ['boom'],
-        plugin: async (a) => {
-          a.get('/boom', async (request) => {
-            logged.push(request.id);
-            throw new Error('secret detail at /srv/app/db.ts:42 password=hunter2');
-          });
-        },
-      }],
-    });
+    app = await bareApp([{
+      collections: ['boom'],
+      plugin: async (a) => {
+        a.get('/boom', async (request) => {
+          logged.push(request.id);
+          throw new Error('secret detail at /srv/app/db.ts:42 password=hunter2');
+        });
+      },
+    }]);
   });
   afterAll(() => app.close());
 

@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app';
-import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { bareApp } from '../support/bare-app';
 import { http } from '../support/http';
-import { TENANT_A_KEY } from '../support/test-service';
 
 /** X-Request-Id: a caller's short printable id is the request id and the Problem's logref; every response echoes it. */
 let app: FastifyInstance;
@@ -11,13 +8,15 @@ let base: string;
 const seen: string[] = [];
 
 beforeAll(async () => {
-  app = await buildApp({
-    logger: createLogger('silent'),
-    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
-    bodyLimitBytes: 1024 * 1024,
-    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
-    routes: [{ collections: ['ids'], plugin: async (a) => { a.get('/ids', async (request) => { seen.push(request.id); return { ok: true }; }); } }],
-  });
+  app = await bareApp([{
+    collections: ['ids'],
+    plugin: async (a) => {
+      a.get('/ids', async (request) => {
+        seen.push(request.id);
+        return { ok: true };
+      });
+    },
+  }]);
   base = await app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(() => app.close());

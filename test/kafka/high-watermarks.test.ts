@@ -41,7 +41,7 @@ async function newTopic(): Promise<string> {
   return topic;
 }
 
-test('the high watermark counts a record of an open transaction; the admin client answers the last stable offset', async () => {
+test('the high watermark counts an open transaction\'s record; the admin client answers the last stable offset', async () => {
   const topic = await newTopic();
   const watermarks = new HighWatermarks(kafka);
   closers.push(() => watermarks.close());
@@ -56,7 +56,8 @@ test('the high watermark counts a record of an open transaction; the admin clien
   }
   // Committed: the marker (written after commit() returns) becomes the end of both.
   await until(async () => ((await watermarks.of(topic)).get(1) === 2n ? true : undefined), 10000);
-  await until(async () => ((await admin.fetchTopicOffsets(topic)).find((p) => p.partition === 1)?.high === '2' ? true : undefined), 10000);
+  const stableEnd = async () => (await admin.fetchTopicOffsets(topic)).find((p) => p.partition === 1)?.high;
+  await until(async () => ((await stableEnd()) === '2' ? true : undefined), 10000);
 });
 
 test('a view synced while a transaction is open has its record once the sync returns', async () => {
@@ -78,7 +79,8 @@ test('a view synced while a transaction is open has its record once the sync ret
   await tx.send({ topic, messages: [{ key: 'written-in-the-open-transaction', value: 'here', partition: 0 }] });
   // What the view holds at the moment the sync returns: a sync that returned before the commit holds nothing.
   const targetKnown = new Promise<void>((resolve) => { answered = resolve; });
-  const seenWhenSynced = view.syncedSince(Date.now() + 1, 30000).then(() => view.get('written-in-the-open-transaction'));
+  const seenWhenSynced = view.syncedSince(Date.now() + 1, 30000)
+    .then(() => view.get('written-in-the-open-transaction'));
   await targetKnown;
   await tx.commit();
   expect(await seenWhenSynced).toBe('here');

@@ -18,7 +18,8 @@ let service: RunningService;
 let receiver: ChaosReceiver;
 
 beforeAll(async () => {
-  service = await startTestService(uniquePrefix('sub-with-task'), { role: 'all', env: { CALLBACK_TIMEOUT_MS: '5000' } });
+  const env = { CALLBACK_TIMEOUT_MS: '5000' };
+  service = await startTestService(uniquePrefix('sub-with-task'), { role: 'all', env });
   receiver = await new ChaosReceiver().start();
 });
 afterAll(async () => {
@@ -26,21 +27,26 @@ afterAll(async () => {
   await receiver?.stop();
 });
 
-test(`each of ${TASKS} concurrently submitted tasks calls back its subscription with every event, task.accepted first`, async () => {
+test(`each of ${TASKS} concurrent tasks calls back its subscription with every event, task.accepted first`, async () => {
   const load = new TaskLoad({
     api: service.url, workers: 8, paceMs: 0, maxAccepted: TASKS,
-    body: (n) => ({ type: 'countdown', input: { steps: 1, stepMs: 1 }, mode: 'continuous', callbackUrl: `${receiver.url}/hooks/${n}` }),
+    body: (n) => ({
+      type: 'countdown', input: { steps: 1, stepMs: 1 }, mode: 'continuous', callbackUrl: `${receiver.url}/hooks/${n}`,
+    }),
   }).start();
   await until(async () => (load.accepted.length >= TASKS ? true : undefined), 120000);
   await load.stop();
   const subscriptions = load.accepted.map((s) => s.subscriptionId as string);
   const received = () => {
     const kinds = new Map<string, string[]>();
-    for (const d of receiver.deliveries.filter((x) => x.accepted)) kinds.set(d.subscription, [...(kinds.get(d.subscription) ?? []), d.event]);
+    for (const d of receiver.deliveries.filter((x) => x.accepted)) {
+      kinds.set(d.subscription, [...(kinds.get(d.subscription) ?? []), d.event]);
+    }
     return kinds;
   };
   // Done when every subscription has its final event; a missed first event does not hold that up.
-  await until(async () => (subscriptions.every((s) => received().get(s)?.includes('task.succeeded')) ? true : undefined), 60000);
+  const allFinal = () => subscriptions.every((s) => received().get(s)?.includes('task.succeeded'));
+  await until(async () => (allFinal() ? true : undefined), 60000);
   const missingFirst = subscriptions.filter((s) => received().get(s)?.[0] !== 'task.accepted');
   expect({ subscriptions: subscriptions.length, missingFirst }).toEqual({ subscriptions: TASKS, missingFirst: [] });
 }, 240000);
