@@ -14,12 +14,20 @@ import { startService } from '../src/service';
 
 export interface DrainFigure {
   events: number;
+  /** events over the time from the first delivery to the last: the drain itself, start-up left out */
   bridgePerSecond: number;
   plainLoopPerSecond: number;
+  /** from starting the process (or the consumer) to its first delivery */
+  bridgeFirstDeliveryMs: number;
+  plainLoopFirstDeliveryMs: number;
 }
 
 class CountingReceiver {
   count = 0;
+  /** when the deliveries since the last mark() began and ended */
+  firstAt = 0;
+  lastAt = 0;
+  private markedAt = 0;
   private waiter: { target: number; resolve(): void } | undefined;
   private server: Server | undefined;
   url = '';
@@ -29,6 +37,9 @@ class CountingReceiver {
       req.resume();
       req.on('end', () => {
         this.count += 1;
+        const now = performance.now();
+        if (this.firstAt < this.markedAt) this.firstAt = now;
+        this.lastAt = now;
         res.writeHead(204).end();
         if (this.waiter && this.count >= this.waiter.target) this.waiter.resolve();
       });
@@ -37,6 +48,16 @@ class CountingReceiver {
     const address = this.server.address();
     this.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     return this;
+  }
+
+  mark(): number {
+    this.markedAt = performance.now();
+    return this.markedAt;
+  }
+
+  /** deliveries per second from the first after the mark to the last */
+  rate(events: number): number {
+    return Math.round((events - 1) / Math.max(0.001, (this.lastAt - this.firstAt) / 1000));
   }
 
   reached(target: number): Promise<void> {
@@ -83,7 +104,7 @@ export async function bridgeDrain(brokers: string[], events: number, key: string
     await api.stop();
   }
 
-  let started = performance.now();
+  let started = receiver.mark();
   const bridge = await startService({
     config: loadConfig({ ...env, PORT: '0' }),
     brokers,
@@ -91,7 +112,8 @@ export async function bridgeDrain(brokers: string[], events: number, key: string
     role: 'bridge',
   });
   await receiver.reached(events);
-  const bridgeSeconds = (performance.now() - started) / 1000;
+  const bridgePerSecond = receiver.rate(events);
+  const bridgeFirstDeliveryMs = Math.round(receiver.firstAt - started);
   await bridge.stop();
 
   const before = receiver.count;
@@ -99,7 +121,7 @@ export async function bridgeDrain(brokers: string[], events: number, key: string
   const consumer = kafka.consumer({ groupId: `bench-plain-${Date.now()}` });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
-  started = performance.now();
+  started = receiver.mark();
   await consumer.run({
     eachMessage: async ({ message }) => {
       const answer = await request(`${receiver.url}/plain`, {
@@ -111,12 +133,9 @@ export async function bridgeDrain(brokers: string[], events: number, key: string
     },
   });
   await receiver.reached(before + events);
-  const plainSeconds = (performance.now() - started) / 1000;
+  const plainLoopPerSecond = receiver.rate(events);
+  const plainLoopFirstDeliveryMs = Math.round(receiver.firstAt - started);
   await consumer.disconnect();
   await receiver.stop();
-  return {
-    events,
-    bridgePerSecond: Math.round(events / bridgeSeconds),
-    plainLoopPerSecond: Math.round(events / plainSeconds),
-  };
+  return { events, bridgePerSecond, plainLoopPerSecond, bridgeFirstDeliveryMs, plainLoopFirstDeliveryMs };
 }

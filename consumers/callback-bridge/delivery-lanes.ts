@@ -5,6 +5,7 @@ import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import type { CancelReason, Subscription } from '../../src/subscriptions/subscription';
+import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 
 export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
@@ -98,8 +99,7 @@ export class DeliveryLane {
     signal: AbortSignal,
     writes: Promise<void>[],
   ): Promise<CallbackResult | undefined> {
-    // Everything committed to the subscriptions topic before now is applied: a cancellation answered 202 is seen.
-    await this.untilDone(signal, 'sync subscriptions', () => this.deps.subscriptions.syncedSince(Date.now(), this.deps.kafkaTimeoutMs));
+    await this.freshSubscriptions(signal);
     const sub = this.deps.subscriptions.get(this.subscriptionId);
     if (!sub || sub.status !== 'active') return undefined;
     const { timeoutMs } = this.deps.callbacks;
@@ -118,6 +118,22 @@ export class DeliveryLane {
     const reason = ends[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
     if (reason) await this.untilDone(signal, 'end the subscription', () => this.end(sub, reason));
     return result;
+  }
+
+  /**
+   * Resolves while the subscriptions view is within its lease: every cancellation answered 202 before now is seen
+   * (subscription-lease.ts). One sync serves every lane for the length of a lease; the next is begun half a lease
+   * early, so a busy lane seldom waits for one.
+   */
+  private async freshSubscriptions(signal: AbortSignal): Promise<void> {
+    const view = this.deps.subscriptions;
+    void view.syncedSince(Date.now() - SUBSCRIPTIONS_LEASE_MS / 2, this.deps.kafkaTimeoutMs).catch(() => undefined);
+    for (;;) {
+      const since = Date.now() - SUBSCRIPTIONS_LEASE_MS;
+      await this.untilDone(signal, 'sync subscriptions', () => view.syncedSince(since, this.deps.kafkaTimeoutMs));
+      // A sync that took a while may have begun more than a lease before now: then ask again.
+      if (Date.now() - SUBSCRIPTIONS_LEASE_MS <= since + LEASE_SLACK_MS) return;
+    }
   }
 
   private async end(sub: Subscription, reason: CancelReason): Promise<void> {

@@ -22,6 +22,9 @@ interface PartitionWork {
   next: bigint;
   /** the offset last committed (the next one to read) */
   committed: bigint;
+  /** the commit in flight, if any, and whether records finished since it was sent */
+  committing?: Promise<void>;
+  commitAgain?: boolean;
 }
 
 const tp = (topic: string, partition: number) => `${topic}\u0000${partition}`;
@@ -41,23 +44,46 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
   const work = new Map<string, PartitionWork>();
   const slots = { free: options.maxInFlight, waiters: [] as (() => void)[] };
   const running = new Set<Promise<void>>();
+  const commits = new Set<Promise<void>>();
   let stopping = false;
   /** when the latest fetch was answered: everything it brought was committed before */
   let fetchedAt = 0;
 
-  async function commit(topic: string, partition: number, w: PartitionWork): Promise<void> {
-    const low = w.pending.size > 0 ? [...w.pending.keys()].reduce((a, b) => (a < b ? a : b)) : w.next;
-    if (low <= w.committed) return;
-    const previous = w.committed;
-    w.committed = low;
-    for (const o of w.done) if (o < low) w.done.delete(o);
-    try {
-      await consumer.commitOffsets([{ topic, partition, offset: low.toString() }]);
-    } catch (err) {
-      // The next finished record commits again; until then a crash only re-delivers finished work.
-      if (w.committed === low) w.committed = previous;
-      logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
+  /**
+   * Commits a partition up to its oldest unfinished record. One commit per partition is in flight at a time and
+   * the next one carries everything finished meanwhile: a commit per record would flood the coordinator (and
+   * kafkajs's request queue) when records finish thousands a second.
+   */
+  function commit(topic: string, partition: number, w: PartitionWork): void {
+    if (w.committing) {
+      w.commitAgain = true;
+      return;
     }
+    const committing = commitWhileBehind(topic, partition, w).finally(() => {
+      w.committing = undefined;
+      commits.delete(committing);
+    });
+    w.committing = committing;
+    commits.add(committing);
+  }
+
+  async function commitWhileBehind(topic: string, partition: number, w: PartitionWork): Promise<void> {
+    do {
+      w.commitAgain = false;
+      const low = w.pending.size > 0 ? [...w.pending.keys()].reduce((a, b) => (a < b ? a : b)) : w.next;
+      if (low <= w.committed) return;
+      const previous = w.committed;
+      w.committed = low;
+      for (const o of w.done) if (o < low) w.done.delete(o);
+      try {
+        await consumer.commitOffsets([{ topic, partition, offset: low.toString() }]);
+      } catch (err) {
+        // The next finished record commits again; until then a crash only re-delivers finished work.
+        if (w.committed === low) w.committed = previous;
+        logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
+        return;
+      }
+    } while (w.commitAgain && work.get(tp(topic, partition)) === w);
   }
 
   function release(): void {
@@ -188,7 +214,7 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
         if (ac.signal.aborted || work.get(key) !== w) return;
         w.pending.delete(offset);
         w.done.add(offset);
-        void commit(topic, partition, w);
+        commit(topic, partition, w);
       })
       .finally(() => running.delete(job));
     running.add(job);
@@ -200,7 +226,8 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
       stopping = true;
       for (const key of [...work.keys()]) handBack(key, 'shutdown');
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled([...running]), new Promise((r) => { timer = setTimeout(r, 10000); })]);
+      const settled = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
+      await Promise.race([settled, new Promise((r) => { timer = setTimeout(r, 10000); })]);
       clearTimeout(timer);
       await consumer.disconnect().catch(() => undefined);
     },

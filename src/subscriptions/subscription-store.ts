@@ -1,8 +1,10 @@
 import { v4 as uuidv4 } from 'uuid';
 import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
 import { writeThenRead } from '../kafka/read-your-writes';
+import { waitAtLeast } from '../lib/abortable-sleep';
 import type { DeliveryHistory } from './delivery-attempt';
 import type { CancelReason, Subscription, SubscriptionMode } from './subscription';
+import { CANCEL_SETTLE_MS } from './subscription-lease';
 import { newSecret } from './webhook-signature';
 
 export interface SubscriptionStoreDeps {
@@ -49,10 +51,17 @@ export class SubscriptionStore {
     return subscription;
   }
 
+  /**
+   * Resolves CANCEL_SETTLE_MS after the cancellation is in this process's view, also when it was already there:
+   * by then no bridge starts another callback for it (subscription-lease.ts). The settle time is inside the deadline.
+   */
   async cancel(s: Subscription, reason: CancelReason): Promise<Subscription> {
-    if (s.status === 'cancelled') return s;
-    const cancelled: Subscription = { ...s, status: 'cancelled', cancelReason: reason, updatedAt: new Date().toISOString() };
-    await this.write([this.record(cancelled)]);
+    let cancelled = s;
+    if (s.status !== 'cancelled') {
+      cancelled = { ...s, status: 'cancelled', cancelReason: reason, updatedAt: new Date().toISOString() };
+      await this.write([this.record(cancelled)], Math.max(1, this.deps.timeoutMs - CANCEL_SETTLE_MS));
+    }
+    await waitAtLeast(CANCEL_SETTLE_MS);
     return cancelled;
   }
 
@@ -60,7 +69,8 @@ export class SubscriptionStore {
     return { topic: this.deps.topic, key: s.id, value: JSON.stringify(s) };
   }
 
-  private async write(records: OutgoingRecord[]): Promise<void> {
-    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) => this.deps.publisher.publish(records, { timeoutMs }));
+  private async write(records: OutgoingRecord[], timeoutMs = this.deps.timeoutMs): Promise<void> {
+    const publish = (remainingMs: number) => this.deps.publisher.publish(records, { timeoutMs: remainingMs });
+    await writeThenRead(this.deps.view, timeoutMs, publish);
   }
 }

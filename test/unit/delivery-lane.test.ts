@@ -1,6 +1,9 @@
 import { MockAgent, type Agent } from 'undici';
 import { DeliveryLane, LaneStopped, type LaneDeps } from '../../consumers/callback-bridge/delivery-lanes';
 import { createLogger } from '../../src/logger';
+import {
+  CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS,
+} from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { FakePublisher, FakeView } from './fakes';
 
@@ -74,11 +77,12 @@ describe('DeliveryLane', () => {
     subscriptions.set('s1', subscription('s1'));
     receiver(agent, '/s1', [200], []);
     publisher.failNext = 2;
-    subscriptions.failSyncs = 1;
+    // The first failure is the sync begun ahead of need, the second the one the lane waits for.
+    subscriptions.failSyncs = 2;
     const lane = new DeliveryLane('s1', deps, () => undefined);
     await lane.enqueue(parts('s1', 1), new AbortController().signal);
     expect(publisher.on('deliveries')).toHaveLength(1);
-    expect(subscriptions.syncs).toBe(2);
+    expect(subscriptions.syncs).toBe(3);
   });
 
   test('a once subscription is ended after its accepted callback; the events behind it are not sent', async () => {
@@ -116,5 +120,40 @@ describe('DeliveryLane', () => {
     await expect(first).rejects.toBeInstanceOf(LaneStopped);
     await expect(second).rejects.toBeInstanceOf(LaneStopped);
     expect(received).toEqual(['e1']);
+  });
+});
+
+describe('DeliveryLane and the subscriptions lease', () => {
+  test('one sync serves a lane for a lease: 50 callbacks in a row do not make 50 syncs', async () => {
+    const { agent, subscriptions, deps } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [200], received);
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const signal = new AbortController().signal;
+    const started = Date.now();
+    await Promise.all(Array.from({ length: 50 }, (_, n) => lane.enqueue(parts('s1', n), signal)));
+    expect(received).toHaveLength(50);
+    // At most one sync per half lease (the next is begun early) plus the first.
+    const halfLeases = Math.ceil((Date.now() - started) / (SUBSCRIPTIONS_LEASE_MS / 2));
+    expect(subscriptions.syncs).toBeLessThanOrEqual(halfLeases + 1);
+    expect(subscriptions.syncs).toBeLessThan(50);
+  });
+
+  test('a view older than the lease is synced first: a cancellation made elsewhere stops the callback', async () => {
+    const { agent, subscriptions, deps } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [200], received);
+    subscriptions.syncedAt = Date.now() - SUBSCRIPTIONS_LEASE_MS - LEASE_SLACK_MS - 1;
+    subscriptions.commitElsewhere(() => subscriptions.set('s1', { ...subscription('s1'), status: 'cancelled' }));
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    await lane.enqueue(parts('s1', 1), new AbortController().signal);
+    expect(subscriptions.syncs).toBeGreaterThanOrEqual(1);
+    expect(received).toEqual([]);
+  });
+
+  test('the lease with its slack is shorter than the time a cancel waits before its 202', () => {
+    expect(SUBSCRIPTIONS_LEASE_MS + LEASE_SLACK_MS).toBeLessThan(CANCEL_SETTLE_MS / 2);
   });
 });

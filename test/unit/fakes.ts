@@ -68,11 +68,25 @@ export class FakeView<T> implements StateView<T> {
     this.listeners.push(listener);
   }
 
-  async syncedSince(): Promise<void> {
+  /** when the last successful sync began, as KafkaStateView keeps it; tests move it back to age the view */
+  syncedAt = 0;
+  /** applied by the next sync that runs: what was committed elsewhere and only a sync brings in */
+  private readonly unseen: (() => void)[] = [];
+
+  commitElsewhere(apply: () => void): void {
+    this.unseen.push(apply);
+  }
+
+  /** Syncs only when the last sync began before `time`, as the real view does; calls that sync are counted. */
+  async syncedSince(time = Date.now()): Promise<void> {
+    if (this.syncedAt >= time) return;
     this.syncs += 1;
+    const startedAt = Date.now();
     if (this.failSyncs > 0) {
       this.failSyncs -= 1;
       throw new Error('view did not catch up (fake)');
     }
+    for (const apply of this.unseen.splice(0)) apply();
+    this.syncedAt = Math.max(this.syncedAt, startedAt);
   }
 }
