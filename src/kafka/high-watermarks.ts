@@ -1,4 +1,5 @@
 import type { Kafka } from 'kafkajs';
+import { clusterFactory } from './kafkajs-cluster-factory';
 
 /** kafkajs's wire value for ListOffsets' isolation_level */
 const READ_UNCOMMITTED = 0;
@@ -17,8 +18,6 @@ interface KafkajsCluster {
   ): Promise<{ topic: string; partitions: { partition: number; offset: string }[] }[]>;
 }
 
-type CreateCluster = (options: { allowAutoTopicCreation: boolean; isolationLevel: number }) => KafkajsCluster;
-
 /**
  * The high watermark of every partition of a topic: the end of the log,
  * records of open transactions included.
@@ -34,9 +33,8 @@ type CreateCluster = (options: { allowAutoTopicCreation: boolean; isolationLevel
  * decided, the one that wrote the event included.
  *
  * kafkajs offers no isolation level on its admin client, so a cluster
- * connection of its own is made through the Kafka object's cluster factory,
- * with the client's brokers, TLS, SASL and retry settings. It is internal to
- * kafkajs (pinned at 2.2.4); test/kafka/high-watermarks.test.ts proves the answer
+ * connection of its own is made through kafkajs's cluster factory
+ * (kafkajs-cluster-factory.ts); test/kafka/high-watermarks.test.ts proves the answer
  * against a real broker with a transaction left open.
  */
 export class HighWatermarks {
@@ -44,12 +42,8 @@ export class HighWatermarks {
   private connecting: Promise<void> | undefined;
 
   constructor(kafka: Kafka) {
-    const factory = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
-    const create = factory && (kafka as unknown as Record<symbol, CreateCluster | undefined>)[factory];
-    if (typeof create !== 'function') {
-      throw new Error('this kafkajs version has no cluster factory: high watermarks need kafkajs 2.2');
-    }
-    this.cluster = create.call(kafka, { allowAutoTopicCreation: false, isolationLevel: READ_UNCOMMITTED });
+    const create = clusterFactory(kafka);
+    this.cluster = create({ allowAutoTopicCreation: false, isolationLevel: READ_UNCOMMITTED }) as KafkajsCluster;
   }
 
   /** partition → high watermark; one ListOffsets round trip per leader once metadata is known */

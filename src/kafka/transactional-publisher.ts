@@ -1,5 +1,6 @@
 import type { Kafka, Message, Producer, Transaction } from 'kafkajs';
 import type { Logger } from '../logger';
+import { producerWithCachedCoordinator } from './cached-coordinator';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
 import { KafkaUnavailableError, type FencingPublisher, type OutgoingRecord, type PublishOptions, type RecordPosition } from './types';
@@ -233,7 +234,7 @@ export class TransactionalPublisher implements FencingPublisher {
   private async connectProducer(): Promise<Producer> {
     if (this.closed) throw new KafkaUnavailableError('publisher closed');
     if (this.producer) return this.producer;
-    const producer = this.kafka.producer({
+    const producer = producerWithCachedCoordinator(this.kafka, {
       transactionalId: this.options.transactionalId,
       idempotent: true,
       maxInFlightRequests: 1,
