@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 /** A closed-loop HTTP load: `concurrency` clients, each sending its next request when the last is answered. */
 export interface LoadFigure {
   label: string;
@@ -33,6 +35,47 @@ export async function closedLoop(
   return { label, requests, concurrency, perSecond: Math.round(requests / seconds), p50Ms: at(0.5), p99Ms: at(0.99) };
 }
 
+/** One HTTP request a load repeats, and the status it must answer. */
+export interface Target {
+  url: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string;
+  expected: number;
+}
+
+export interface LoadJob {
+  target: Target;
+  requests: number;
+  concurrency: number;
+}
+
+/**
+ * The same closed loop as closedLoop, run by bench/load-client.ts in a process of its own: on a 2-core machine the
+ * client then takes the other core instead of the measured server's event loop.
+ */
+export function closedLoopApart(
+  label: string,
+  requests: number,
+  concurrency: number,
+  target: Target,
+): Promise<LoadFigure> {
+  const job: LoadJob = { target, requests, concurrency };
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(__dirname, 'load-client.js'), JSON.stringify(job)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`load client for ${label} exited with ${code}`));
+      const figure = JSON.parse(out) as Pick<LoadFigure, 'perSecond' | 'p50Ms' | 'p99Ms'>;
+      resolve({ label, requests, concurrency, ...figure });
+    });
+  });
+}
+
 /**
  * Several contenders measured in interleaved rounds (a, b, c, a, b, c, ...),
  * so a busy moment of a shared machine hits them alike; each figure is the
@@ -42,44 +85,34 @@ export async function interleaved(
   rounds: number,
   requests: number,
   concurrency: number,
-  contenders: { label: string; send: () => Promise<void> }[],
+  contenders: { label: string; target: Target }[],
 ): Promise<LoadFigure[]> {
   const results = contenders.map(() => [] as LoadFigure[]);
-  for (const c of contenders) await closedLoop(`${c.label} (warm-up)`, Math.min(200, requests), concurrency, c.send);
+  const warmUp = Math.min(200, requests);
+  for (const c of contenders) await closedLoopApart(`${c.label} (warm-up)`, warmUp, concurrency, c.target);
   for (let r = 0; r < rounds; r += 1) {
-    for (const [i, c] of contenders.entries())
-      results[i].push(await closedLoop(c.label, requests, concurrency, c.send));
+    for (const [i, c] of contenders.entries()) {
+      results[i].push(await closedLoopApart(c.label, requests, concurrency, c.target));
+    }
   }
   return results.map(
     (figures) => [...figures].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(figures.length / 2)],
   );
 }
 
-/** A POST with a JSON body that must answer `expected`; the body is read so the connection is reused. */
-export function poster(
-  url: string,
-  body: unknown,
-  headers: Record<string, string>,
-  expected: number,
-): () => Promise<void> {
-  const payload = JSON.stringify(body);
-  return async () => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: payload,
-    });
-    const text = await res.text();
-    if (res.status !== expected) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
+/** A POST with a JSON body that must answer `expected`. */
+export function poster(url: string, body: unknown, headers: Record<string, string>, expected: number): Target {
+  return {
+    url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    expected,
   };
 }
 
-export function getter(url: string, headers: Record<string, string>): () => Promise<void> {
-  return async () => {
-    const res = await fetch(url, { headers });
-    const text = await res.text();
-    if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
-  };
+export function getter(url: string, headers: Record<string, string>): Target {
+  return { url, method: 'GET', headers, expected: 200 };
 }
 
 /** One row of the summary table: a hookstream figure against a baseline measured in the same run. */

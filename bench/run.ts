@@ -12,7 +12,9 @@ import { startLocalBroker, type LocalBroker } from '../src/kafka/local-broker';
 import { createLogger } from '../src/logger';
 import { startService, type RunningService } from '../src/service';
 import { bareFastify, batchedKafka, naiveKafka, type Baseline } from './baselines';
-import { closedLoop, compare, getter, interleaved, poster, printTable, type Comparison, type LoadFigure } from './load';
+import {
+  closedLoop, compare, getter, interleaved, poster, printTable, type Comparison, type LoadFigure, type Target,
+} from './load';
 import { retainedTasks } from './retained-tasks';
 import { bridgeDrain } from './bridge-drain';
 
@@ -31,7 +33,7 @@ const report = (figure: object) => console.log(JSON.stringify(figure));
 async function measured(
   requests: number,
   concurrency: number,
-  contenders: { label: string; send: () => Promise<void> }[],
+  contenders: { label: string; target: Target }[],
 ): Promise<LoadFigure[]> {
   const figures = await interleaved(ROUNDS, requests, concurrency, contenders);
   for (const f of figures) report({ ...f, rounds: ROUNDS, figure: 'median round' });
@@ -58,9 +60,9 @@ async function writes(brokers: string[], api: RunningService, rows: Comparison[]
     for (const concurrency of [1, 50, 200]) {
       const requests = concurrency === 1 ? Math.min(REQUESTS, 300) : REQUESTS;
       const contenders = [
-        { label: `hookstream POST /tasks c=${concurrency}`, send: ours },
-        { label: `naive kafkajs POST c=${concurrency}`, send: poster(`${naive.url}/tasks`, TASK, {}, 202) },
-        { label: `batched kafkajs POST c=${concurrency}`, send: poster(`${batched.url}/tasks`, TASK, {}, 202) },
+        { label: `hookstream POST /tasks c=${concurrency}`, target: ours },
+        { label: `naive kafkajs POST c=${concurrency}`, target: poster(`${naive.url}/tasks`, TASK, {}, 202) },
+        { label: `batched kafkajs POST c=${concurrency}`, target: poster(`${batched.url}/tasks`, TASK, {}, 202) },
       ];
       const [h, n, b] = await measured(requests, concurrency, concurrency === 1 ? contenders.slice(0, 2) : contenders);
       rows.push(compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, n.perSecond, '/s', 'naive kafkajs'));
@@ -100,9 +102,9 @@ async function reads(api: RunningService, rows: Comparison[]): Promise<void> {
       const [h, b] = await measured(REQUESTS, concurrency, [
         {
           label: `hookstream GET /tasks/{id}?fields=status,type c=${concurrency}`,
-          send: getter(`${api.url}${path}`, AUTH),
+          target: getter(`${api.url}${path}`, AUTH),
         },
-        { label: `bare Fastify GET, same body c=${concurrency}`, send: getter(`${bare.url}/echo`, {}) },
+        { label: `bare Fastify GET, same body c=${concurrency}`, target: getter(`${bare.url}/echo`, {}) },
       ]);
       rows.push(compare(`GET /tasks/{id}?fields c=${concurrency}`, h.perSecond, b.perSecond, '/s', 'bare Fastify'));
     }
