@@ -17,6 +17,8 @@ import {
 } from './load';
 import { retainedTasks } from './retained-tasks';
 import { bridgeDrain } from './bridge-drain';
+import { bridgeFanOut } from './bridge-fan-out';
+import { bridgeLatency } from './bridge-latency';
 
 const KEY = 'bench-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -195,6 +197,30 @@ async function main(): Promise<void> {
           'plain kafkajs + undici loop',
         ),
       );
+      const [subscriptions, events] = QUICK ? [20, 50] : [100, 100];
+      const fanOut = await bridgeFanOut(brokers, subscriptions, events, KEY);
+      report({ label: 'many subscriptions draining queued events', ...fanOut });
+      rows.push(
+        compare(
+          `bridge: ${subscriptions} subscriptions x ${events} queued events`,
+          fanOut.deliveriesPerSecond,
+          undefined,
+          'deliveries/s',
+        ),
+      );
+      const latency = await bridgeLatency(brokers, 200, QUICK ? 3 : 10, KEY);
+      report({ label: 'event to receipt at an offered rate', ...latency });
+      for (const q of ['P50', 'P99'] as const) {
+        rows.push(
+          compare(
+            `bridge: event to receipt at 200 events/s, ${q.toLowerCase()}`,
+            latency[`bridge${q}Ms`],
+            latency[`plainLoop${q}Ms`],
+            'ms',
+            'plain kafkajs + undici loop',
+          ),
+        );
+      }
     },
     async retained() {
       const retained = await retainedTasks(brokers, RETAINED, KEY);
