@@ -17,6 +17,7 @@ import {
 } from './load';
 import { retainedTasks } from './retained-tasks';
 import { bridgeDrain } from './bridge-drain';
+import { benchEnv } from './bridge-fixture';
 import { bridgeFanOut } from './bridge-fan-out';
 import { bridgeLatency } from './bridge-latency';
 
@@ -147,15 +148,7 @@ async function main(): Promise<void> {
   let broker: LocalBroker | undefined;
   if (!env.kafkaBrokers) broker = await startLocalBroker({ cacheDir: env.cacheDir, persistent: false });
   const brokers = env.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
-  const config = (name: string) =>
-    loadConfig({
-      KAFKA_BROKERS: brokers.join(','),
-      TOPIC_PREFIX: `bench.${Date.now()}.${name}.`,
-      API_KEYS: `bench:${KEY}`,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-    });
+  const config = (name: string) => loadConfig(benchEnv(brokers, name, KEY));
   report({
     machine: {
       cpus: os.cpus().length,
