@@ -7,12 +7,14 @@ import { authPlugin } from './http/auth';
 import { contentNegotiationPlugin } from './http/content-negotiation';
 import { halPlugin } from './http/hal-plugin';
 import { methodsPlugin } from './http/methods';
+import { metricsPlugin } from './http/metrics-plugin';
 import { problem, PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
 import { selectionPlugin } from './http/selection';
 import type { Logger } from './logger';
 import { resourceRoutes } from './resources/resource-routes';
 import type { ResourceRouteDeps } from './resources/resource-context';
+import type { Metrics } from './metrics/metrics';
 import { rootRoutes } from './root-routes';
 
 export interface AppDeps {
@@ -24,6 +26,8 @@ export interface AppDeps {
   http?: HttpLimits;
   /** the api role's resources; other roles serve health only */
   resources?: ResourceRouteDeps;
+  /** the service's registry: GET /metrics, and every response timed */
+  metrics?: Metrics;
   /** further route plugins (tasks, subscriptions), each with the conventions applied */
   routes?: { plugin: (app: FastifyInstance) => Promise<void>; collections: string[] }[];
 }
@@ -91,6 +95,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   await app.register(requestIdPlugin);
+  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics });
   await app.register(problemPlugin);
   await app.register(methodsPlugin);
   await app.register(contentNegotiationPlugin);

@@ -9,6 +9,7 @@ import { decodeIdempotencyRecord, IdempotencyKeys } from './http/idempotency-key
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
 import type { Publisher } from './kafka/types';
 import type { Logger } from './logger';
+import { Metrics } from './metrics/metrics';
 import { exampleDomain } from './resources/example-domain';
 import type { ResourceDeclaration } from './resources/resource-declaration';
 import { ResourceRegistry } from './resources/resource-registry';
@@ -58,6 +59,7 @@ interface Parts {
   stopping: (() => void)[];
   /** where links in callback bodies point: PUBLIC_URL, else the api's own address */
   publicUrl: () => string;
+  metrics: Metrics;
 }
 
 async function resourceStore({ kafka, config }: Parts, publisher: Publisher = kafka.publisher): Promise<ResourceStore> {
@@ -81,7 +83,7 @@ async function apiRoutes(p: Parts): Promise<Pick<AppDeps, 'resources' | 'routes'
   if (seeded > 0) logger.info({ seeded }, 'seeded the example domain');
   const tasks = new TaskStore({
     view: await kafka.view<TaskRecord>(kafka.topics.tasks, decodeTaskRecord), publisher, topics: kafka.topics,
-    timeoutMs: config.kafkaTimeoutMs, retentionMs: config.taskRetentionMs,
+    timeoutMs: config.kafkaTimeoutMs, retentionMs: config.taskRetentionMs, metrics: p.metrics,
   });
   const subscriptions = new SubscriptionStore({
     view: await kafka.view<Subscription>(kafka.topics.subscriptions, decodeSubscription),
@@ -130,15 +132,16 @@ async function runner(p: Parts): Promise<void> {
     topics: kafka.topics, registry: p.taskRegistry, resources: { list: (c) => store.list(c) }, logger,
     groupId: `${config.topicPrefix}task-runner`, runnerId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     concurrency: config.taskConcurrency, taskTimeoutMs: config.taskTimeoutMs, kafkaTimeoutMs: config.kafkaTimeoutMs,
+    metrics: p.metrics,
   });
 }
 
-async function bridge({ kafka, config, logger, publicUrl }: Parts): Promise<void> {
+async function bridge({ kafka, config, logger, publicUrl, metrics }: Parts): Promise<void> {
   await startCallbackBridge({
     runGroupConsumer: (o) => kafka.runGroupConsumer(o), publisher: kafka.publisher, logger, topics: kafka.topics,
     subscriptions: await kafka.view<Subscription>(kafka.topics.subscriptions, decodeSubscription),
     groupId: `${config.topicPrefix}callback-bridge`, allowPrivate: config.callbacks.allowPrivate, concurrency: config.callbacks.concurrency,
-    callbacks: config.callbacks, kafkaTimeoutMs: config.kafkaTimeoutMs, publicUrl,
+    callbacks: config.callbacks, kafkaTimeoutMs: config.kafkaTimeoutMs, publicUrl, metrics,
   });
 }
 
@@ -161,6 +164,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     taskRegistry: new TaskRegistry(options.taskTypes ?? exampleTaskTypes),
     stopping: [],
     publicUrl: () => config.publicUrl ?? listening ?? `http://${config.host}:${config.port}`,
+    metrics: new Metrics(() => kafka.consumerLag()),
   };
   let app: FastifyInstance | undefined;
   try {
@@ -169,7 +173,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (runs(role, 'bridge')) await bridge(parts);
     // Every role serves /health on PORT (the container healthcheck); only the api role serves the API.
     app = await buildApp({
-      logger, apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes, http: config.http, ...api,
+      logger, apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes, http: config.http, ...api, metrics: parts.metrics,
       readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => kafka.viewsCaughtUp() },
     });
     const url = await app.listen({ port: config.port, host: config.host });

@@ -3,6 +3,7 @@ import type { OutgoingRecord, Publisher, StateView } from '../../src/kafka/types
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
+import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import type { CancelReason, Subscription } from '../../src/subscriptions/subscription';
 import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
@@ -18,6 +19,7 @@ export interface LaneDeps {
   topics: { subscriptions: string; deliveries: string; callbackDeadLetters: string };
   callbacks: { timeoutMs: number; maxAttempts: number; backoffBaseMs: number; backoffMaxMs: number };
   kafkaTimeoutMs: number;
+  metrics?: Pick<ServiceMetrics, 'callbackAttempt'>;
 }
 
 /** Why a lane stopped working on a callback before it was done: its event goes back to the consumer group. */
@@ -104,6 +106,7 @@ export class DeliveryLane {
     if (!sub || sub.status !== 'active') return undefined;
     const { timeoutMs } = this.deps.callbacks;
     const result = await sendCallback({ ...message, callbackUrl: sub.callbackUrl, secret: sub.secret }, this.deps.agent, timeoutMs);
+    this.deps.metrics?.callbackAttempt(result.outcome, result.latencyMs / 1000);
     const record: DeliveryAttempt = {
       subscriptionId: sub.id, webhookId: message.webhookId, event: message.event, ...(message.taskId ? { taskId: message.taskId } : {}),
       attempt, at: new Date().toISOString(), outcome: result.outcome, latencyMs: result.latencyMs,
@@ -153,6 +156,7 @@ export class DeliveryLane {
       { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) },
     ];
     await this.untilDone(signal, 'dead-letter the callback', () => this.deps.publisher.publish(records));
+    this.deps.metrics?.callbackAttempt('dead-lettered', 0);
   }
 
   /** A Kafka step the lane cannot go on without: tried again with backoff until it works or the event is handed back. */

@@ -3,7 +3,8 @@ import type { ConsumerHandle, FencingPublisher, GroupConsumerOptions, IncomingRe
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
-import { acceptTask } from '../../src/tasks/task-acceptance';
+import type { ServiceMetrics } from '../../src/metrics/metrics';
+import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
 import { parseTaskRequest, TASK_ID_PATTERN, type ParsedRequest } from '../../src/tasks/task-request';
@@ -31,6 +32,7 @@ export interface TaskRunnerDeps {
   kafkaTimeoutMs: number;
   /** first pause before a run interrupted by a Kafka failure is tried again (it doubles, up to 10 s) */
   retryDelayMs?: number;
+  metrics?: ServiceMetrics;
 }
 
 /** What one record's handling needs: where it came from and who may write for it. */
@@ -88,6 +90,8 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     while (!job.handBack.aborted) {
       try {
         await journal.write(outcome.kind, change, outcome.data, { generation: writer.generation });
+        const ran = Date.now() - Date.parse(journal.current.startedAt ?? journal.current.createdAt);
+        deps.metrics?.taskFinished(status, journal.current.type, Math.max(0, ran) / 1000);
         return;
       } catch (err) {
         writers.markUnsure(job.partition);
@@ -150,13 +154,18 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     }
   }
 
+  /** A request produced to Kafka by a client of its own: the runner accepts it, as the api would. */
+  async function accept(job: Job, task: Omit<NewTask, 'taskId'>): Promise<TaskSnapshot> {
+    const snapshot = await acceptTask({ ...job.exec, timeoutMs: deps.kafkaTimeoutMs }, { taskId: job.taskId, ...task });
+    deps.metrics?.taskAccepted();
+    return snapshot;
+  }
+
   /** A request no run can use: it ends in task.failed with the reasons, never in silence. */
   async function reject(job: Job, parsed: Extract<ParsedRequest, { ok: false }>, keyed: boolean): Promise<void> {
     const seen = deps.view.get(job.taskId);
-    const timeoutMs = deps.kafkaTimeoutMs;
-    const snapshot = isSnapshot(seen)
-      ? seen
-      : await acceptTask({ ...job.exec, timeoutMs }, { taskId: job.taskId, tenant: parsed.tenant, type: parsed.type, input: undefined });
+    const rejected = { tenant: parsed.tenant, type: parsed.type, input: undefined };
+    const snapshot = isSnapshot(seen) ? seen : await accept(job, rejected);
     const detail = keyed ? 'The task request is invalid; see errors.' : 'The task request has no valid key (task id); see errors.';
     const failure = problem('task-request-invalid', detail, { errors: parsed.errors });
     await finish(job, new TaskJournal(snapshot, job.exec), { kind: 'task.failed', data: { problem: failure } });
@@ -176,8 +185,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     const { request } = parsed;
     const known = isSnapshot(seen) ? seen : await snapshotOf(taskId, request.accepted, handBack);
     if (known && isFinal(known.status)) return 'done';
-    const acceptance = { taskId, tenant: request.tenant, type: request.type, input: request.input };
-    const snapshot = known ?? (await acceptTask({ ...job.exec, timeoutMs: deps.kafkaTimeoutMs }, acceptance));
+    const snapshot = known ?? (await accept(job, { tenant: request.tenant, type: request.type, input: request.input }));
     return runOnce(job, snapshot, request.input);
   }
 

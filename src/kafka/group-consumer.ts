@@ -3,7 +3,7 @@ import { pause } from '../lib/abortable-sleep';
 import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
-import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord } from './types';
+import type { GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
 
 /** The reason given to a handler's signal when its work is handed back rather than cancelled. */
 export class HandBack extends Error {
@@ -39,7 +39,11 @@ const tp = (topic: string, partition: number) => `${topic}\u0000${partition}`;
  * rebalance that left this member its partition. kafkajs sends heartbeats only
  * between handler calls, so a handler waiting for a free slot heartbeats itself.
  */
-export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptions, logger: Logger): Promise<ConsumerHandle> {
+export async function runGroupConsumer(
+  kafka: Kafka,
+  options: GroupConsumerOptions,
+  logger: Logger,
+): Promise<GroupConsumerHandle> {
   let consumer: Consumer;
   const work = new Map<string, PartitionWork>();
   const slots = { free: options.maxInFlight, waiters: [] as (() => void)[] };
@@ -48,6 +52,8 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
   let stopping = false;
   /** when the latest fetch was answered: everything it brought was committed before */
   let fetchedAt = 0;
+  /** per partition: its high watermark at the latest fetch, and the offset that fetch read up to (markers too) */
+  const fetched = new Map<string, { topic: string; partition: number; highWatermark: bigint; to: bigint }>();
 
   /**
    * Commits a partition up to its oldest unfinished record. One commit per partition is in flight at a time and
@@ -146,6 +152,12 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     consumer = member;
     member.on(member.events.GROUP_JOIN, onJoin);
     member.on(member.events.FETCH, () => { fetchedAt = Date.now(); });
+    member.on(member.events.END_BATCH_PROCESS, ({ payload }) => {
+      const { topic, partition } = payload;
+      fetched.set(tp(topic, partition), {
+        topic, partition, highWatermark: BigInt(payload.highWatermark), to: BigInt(payload.lastOffset) + 1n,
+      });
+    });
     recoverFromFatalCrash(member, logger, options.groupId, () => restart(member));
     try {
       await member.connect();
@@ -162,6 +174,7 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const p of partitions) assigned.add(tp(topic, p));
     }
+    for (const key of [...fetched.keys()]) if (!assigned.has(key)) fetched.delete(key);
     for (const key of [...work.keys()]) {
       if (assigned.has(key)) continue;
       handBack(key, 'revoked');
@@ -220,8 +233,18 @@ export async function runGroupConsumer(kafka: Kafka, options: GroupConsumerOptio
     running.add(job);
   }
 
+  /** From the oldest unfinished record (or, with none, from where the fetch got to) to the high watermark. */
+  function lag(): PartitionLag[] {
+    return [...fetched].map(([key, f]) => {
+      const w = work.get(key);
+      const from = w && w.pending.size > 0 ? [...w.pending.keys()].reduce((a, b) => (a < b ? a : b)) : f.to;
+      return { topic: f.topic, partition: f.partition, lag: Math.max(0, Number(f.highWatermark - from)) };
+    });
+  }
+
   await start();
   return {
+    lag,
     async stop() {
       stopping = true;
       for (const key of [...work.keys()]) handBack(key, 'shutdown');

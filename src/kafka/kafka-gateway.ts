@@ -11,7 +11,8 @@ import { KafkaStateView } from './state-view';
 import { ensureTopics, topicNames, type Topics } from './topics';
 import { TransactionalPublisher } from './transactional-publisher';
 import type {
-  ConsumerHandle, FencingPublisher, GroupConsumerOptions, PartitionReader, Publisher, StateView,
+  ConsumerHandle, FencingPublisher, GroupConsumerHandle, GroupConsumerOptions, PartitionLag, PartitionReader,
+  Publisher, StateView,
 } from './types';
 
 export interface KafkaGatewayOptions {
@@ -46,6 +47,8 @@ export interface KafkaGateway {
   /** the partition a record with this key goes to (murmur2, as Java clients choose) */
   partitionFor(topic: string, key: string): number;
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
+  /** what this process's consumer groups have not finished, per partition (hookstream_kafka_consumer_lag) */
+  consumerLag(): (PartitionLag & { group: string })[];
   close(): Promise<void>;
 }
 
@@ -82,7 +85,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     await view.start(Math.max(60000, options.timeoutMs));
     return view;
   }
-  const consumers: ConsumerHandle[] = [];
+  const consumers: { group: string; handle: GroupConsumerHandle }[] = [];
   const partitionReader = new KafkaPartitionReader(kafka, admin, logger);
 
   return {
@@ -102,11 +105,12 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     partitionFor: (topic, key) => partitions.partitionFor(topic, key),
     async runGroupConsumer(consumerOptions) {
       const handle = await runGroupConsumer(kafka, consumerOptions, logger);
-      consumers.push(handle);
+      consumers.push({ group: consumerOptions.groupId, handle });
       return handle;
     },
+    consumerLag: () => consumers.flatMap(({ group, handle }) => handle.lag().map((l) => ({ group, ...l }))),
     async close() {
-      await Promise.all(consumers.map((c) => c.stop()));
+      await Promise.all(consumers.map((c) => c.handle.stop()));
       await partitionReader.closeAll();
       await Promise.all(started.map((v) => v.stop()));
       await publisher.close();

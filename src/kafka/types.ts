@@ -102,6 +102,18 @@ export interface ConsumerHandle {
   stop(): Promise<void>;
 }
 
+/** Records of one partition that a group member has not finished: not yet fetched, waiting or running. */
+export interface PartitionLag {
+  topic: string;
+  partition: number;
+  lag: number;
+}
+
+export interface GroupConsumerHandle extends ConsumerHandle {
+  /** per partition this member holds, as of its latest fetch from it (no request to Kafka) */
+  lag(): PartitionLag[];
+}
+
 export interface GroupConsumerOptions {
   groupId: string;
   topics: string[];

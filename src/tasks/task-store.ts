@@ -1,5 +1,6 @@
 import { v4 as uuidv4 } from 'uuid';
 import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import type { ServiceMetrics } from '../metrics/metrics';
 import { writeThenRead } from '../kafka/read-your-writes';
 import { acceptTask } from './task-acceptance';
 import type { TaskTopics } from './task-events';
@@ -16,6 +17,7 @@ export interface TaskStoreDeps {
   timeoutMs: number;
   /** finished tasks are forgotten this long after they finished (TASK_RETENTION_MS) */
   retentionMs: number;
+  metrics?: Pick<ServiceMetrics, 'taskAccepted'>;
 }
 
 export interface Submission {
@@ -91,6 +93,7 @@ export class TaskStore {
       { taskId, tenant: s.tenant, type: s.type, input: s.input, subscription: s.subscription },
       [{ topic: this.deps.topics.taskRequests, key: taskId, value: JSON.stringify(request) }, ...(s.alongside?.(taskId) ?? [])],
     );
+    this.deps.metrics?.taskAccepted();
     return this.get(taskId) ?? snapshot;
   }
 

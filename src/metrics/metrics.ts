@@ -1,0 +1,86 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PartitionLag } from '../kafka/types';
+
+/** Seconds, from a millisecond answer to the slowest callback or task anyone should wait for. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const TASK_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600];
+
+export type TaskOutcome = 'succeeded' | 'failed' | 'cancelled';
+
+/** What the roles report; each role sees only this interface, never prom-client. */
+export interface ServiceMetrics {
+  taskAccepted(): void;
+  taskFinished(outcome: TaskOutcome, type: string, seconds: number): void;
+  callbackAttempt(outcome: string, seconds: number): void;
+}
+
+/**
+ * One Prometheus registry per service instance (a test process runs several), with the process defaults and the
+ * figures operators of a job system look at first: request latency, tasks in and out, callback outcomes, and how
+ * far the consumer groups are behind. The lag is read from the consumers at scrape time, without asking Kafka,
+ * so a scrape answers at once even while Kafka is down.
+ */
+export class Metrics implements ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly http: Histogram<'method' | 'route' | 'status_code'>;
+  private readonly accepted: Counter;
+  private readonly finished: Counter<'outcome'>;
+  private readonly taskDuration: Histogram<'type'>;
+  private readonly attempts: Counter<'outcome'>;
+  private readonly callbackDuration: Histogram;
+
+  constructor(consumerLag: () => (PartitionLag & { group: string })[]) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.http = new Histogram({
+      name: 'http_request_duration_seconds', help: 'HTTP requests by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'], buckets: LATENCY_BUCKETS, registers,
+    });
+    this.accepted = new Counter({ name: 'hookstream_tasks_accepted_total', help: 'Tasks accepted', registers });
+    this.finished = new Counter({
+      name: 'hookstream_tasks_finished_total', help: 'Tasks whose final event this process wrote, by outcome',
+      labelNames: ['outcome'], registers,
+    });
+    this.taskDuration = new Histogram({
+      name: 'hookstream_task_duration_seconds', help: 'From a run\'s task.started to its final event, by task type',
+      labelNames: ['type'], buckets: TASK_BUCKETS, registers,
+    });
+    this.attempts = new Counter({
+      name: 'hookstream_callback_attempts_total',
+      help: 'Callback attempts by outcome (delivered, failed, refused, gone, dead-lettered)',
+      labelNames: ['outcome'], registers,
+    });
+    this.callbackDuration = new Histogram({
+      name: 'hookstream_callback_duration_seconds', help: 'Callback attempts, from the POST to its answer or failure',
+      buckets: LATENCY_BUCKETS, registers,
+    });
+    new Gauge({
+      name: 'hookstream_kafka_consumer_lag', help: 'Records a consumer group of this process has not finished',
+      labelNames: ['group', 'topic', 'partition'], registers,
+      collect() {
+        this.reset();
+        for (const { group, topic, partition, lag } of consumerLag()) {
+          this.set({ group, topic, partition: String(partition) }, lag);
+        }
+      },
+    });
+  }
+
+  httpRequest(method: string, route: string, statusCode: number, seconds: number): void {
+    this.http.observe({ method, route, status_code: String(statusCode) }, seconds);
+  }
+
+  taskAccepted(): void {
+    this.accepted.inc();
+  }
+
+  taskFinished(outcome: TaskOutcome, type: string, seconds: number): void {
+    this.finished.inc({ outcome });
+    this.taskDuration.observe({ type }, seconds);
+  }
+
+  callbackAttempt(outcome: string, seconds: number): void {
+    this.attempts.inc({ outcome });
+    if (outcome !== 'dead-lettered') this.callbackDuration.observe(seconds);
+  }
+}
