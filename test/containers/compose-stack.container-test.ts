@@ -135,6 +135,13 @@ maybe('docker-compose.yml on a real container engine', () => {
     expect(config.Env).toContain('NODE_ENV=production');
   }, 900000);
 
+  step('the image run without KAFKA_BROKERS says to set it, not to install Java', async () => {
+    const r = await run('podman', ['run', '--rm', 'hookstream:local', 'api'], { env, timeoutMs: 60000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('set KAFKA_BROKERS=host:port');
+    expect(r.stderr).not.toMatch(/java|maven/i);
+  }, 90000);
+
   step('up: Kafka becomes healthy, topics are created, then every role becomes healthy', async () => {
     const started = Date.now();
     await dc(['up', '-d'], 600000);

@@ -128,4 +128,13 @@ describe('process lifecycle', () => {
     expect(app.output()).not.toMatch(/\n\s+at /);
     rmSync(cacheDir, { recursive: true, force: true });
   });
+
+  test('EMBEDDED_KAFKA=false (the image) without KAFKA_BROKERS says to set it, and nothing of Java', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-noembedded-'));
+    const app = run([join(DIST, 'main.js'), 'api'], { EMBEDDED_KAFKA: 'false', HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0' });
+    expect(await app.exited).toBe(1);
+    expect(app.output()).toContain('set KAFKA_BROKERS=host:port');
+    expect(app.output()).not.toMatch(/java|maven|\n\s+at /i);
+    rmSync(cacheDir, { recursive: true, force: true });
+  });
 });
