@@ -11,6 +11,7 @@ import { metricsPlugin } from './http/metrics-plugin';
 import { problem, PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
 import { selectionPlugin } from './http/selection';
+import { tracePlugin } from './http/trace-plugin';
 import type { Logger } from './logger';
 import { resourceRoutes } from './resources/resource-routes';
 import type { ResourceRouteDeps } from './resources/resource-context';
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   await app.register(requestIdPlugin);
+  await app.register(tracePlugin);
   if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics });
   await app.register(problemPlugin);
   await app.register(methodsPlugin);

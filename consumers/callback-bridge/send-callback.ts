@@ -12,6 +12,8 @@ export interface CallbackMessage {
   event: string;
   taskId?: string;
   body: string;
+  /** W3C trace context of the event's record, continued: sent as the POST's `traceparent` */
+  traceparent?: string;
 }
 
 export type CallbackResult =
@@ -57,7 +59,11 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
     const res = await request(message.callbackUrl, {
       method: 'POST',
       dispatcher: agent,
-      headers: { 'content-type': 'application/json', 'user-agent': 'hookstream-callback-bridge', ...webhookHeaders(message.secret, message.webhookId, Math.floor(Date.now() / 1000), message.body) },
+      headers: {
+        'content-type': 'application/json', 'user-agent': 'hookstream-callback-bridge',
+        ...(message.traceparent ? { traceparent: message.traceparent } : {}),
+        ...webhookHeaders(message.secret, message.webhookId, Math.floor(Date.now() / 1000), message.body),
+      },
       body: message.body,
       maxRedirections: 0,
       headersTimeout: timeoutMs,

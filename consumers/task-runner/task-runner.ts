@@ -4,6 +4,7 @@ import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
+import { continued, withTrace } from '../../src/tracing/trace-context';
 import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
@@ -206,7 +207,9 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
   function handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
     const key = record.key ?? '';
     const previous = perTask.get(key) ?? Promise.resolve();
-    const mine = previous.then(() => handle(record, handBack));
+    // The run continues the trace its request carries: its events, and the callbacks they lead to, belong to it.
+    const trace = continued(record.headers.traceparent);
+    const mine = previous.then(() => withTrace(trace, () => handle(record, handBack)));
     const tail = mine.catch(() => undefined);
     perTask.set(key, tail);
     void tail.then(() => { if (perTask.get(key) === tail) perTask.delete(key); });

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Headers, OutgoingRecord } from '../kafka/types';
+import { traceHeaders } from '../tracing/trace-context';
 
 export const EVENT_SOURCE = '/hookstream';
 
 /**
  * A record in the CloudEvents Kafka protocol binding, binary mode: the event's
- * attributes are `ce_` headers, the value is the event data as JSON.
+ * attributes are `ce_` headers, the value is the event data as JSON. Written
+ * inside a trace, it carries a W3C `traceparent` header as well.
  */
 export function cloudEventRecord(args: {
   topic: string;
@@ -27,6 +29,7 @@ export function cloudEventRecord(args: {
     ce_time: args.time ?? new Date().toISOString(),
     ...Object.fromEntries(Object.entries(args.extensions ?? {}).map(([k, v]) => [`ce_${k}`, v])),
     'content-type': 'application/json',
+    ...traceHeaders(),
   };
   return { topic: args.topic, key: args.key, value: JSON.stringify(args.data), headers };
 }

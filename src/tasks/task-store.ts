@@ -1,6 +1,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
 import type { ServiceMetrics } from '../metrics/metrics';
+import { traceHeaders } from '../tracing/trace-context';
 import { writeThenRead } from '../kafka/read-your-writes';
 import { acceptTask } from './task-acceptance';
 import type { TaskTopics } from './task-events';
@@ -91,7 +92,10 @@ export class TaskStore {
     const snapshot = await acceptTask(
       this.deps,
       { taskId, tenant: s.tenant, type: s.type, input: s.input, subscription: s.subscription },
-      [{ topic: this.deps.topics.taskRequests, key: taskId, value: JSON.stringify(request) }, ...(s.alongside?.(taskId) ?? [])],
+      [
+        { topic: this.deps.topics.taskRequests, key: taskId, value: JSON.stringify(request), headers: traceHeaders() },
+        ...(s.alongside?.(taskId) ?? []),
+      ],
     );
     this.deps.metrics?.taskAccepted();
     return this.get(taskId) ?? snapshot;

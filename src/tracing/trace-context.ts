@@ -1,0 +1,55 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+
+/** A W3C Trace Context position: the trace, and the span that a child's `traceparent` names as its parent. */
+export interface TraceContext {
+  traceId: string;
+  spanId: string;
+  /** trace-flags, two hex digits (01: sampled) */
+  flags: string;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+const storage = new AsyncLocalStorage<TraceContext>();
+
+/** A version-00 `traceparent`, or undefined for anything else (all-zero ids are invalid, per the spec). */
+export function parseTraceparent(header: string | undefined): TraceContext | undefined {
+  const m = header === undefined ? null : TRACEPARENT.exec(header.trim());
+  if (!m || /^0+$/.test(m[1]) || /^0+$/.test(m[2])) return undefined;
+  return { traceId: m[1], spanId: m[2], flags: m[3] };
+}
+
+export function formatTraceparent(t: TraceContext): string {
+  return `00-${t.traceId}-${t.spanId}-${t.flags}`;
+}
+
+/** A new trace, sampled: nothing upstream decided otherwise. */
+export function newTrace(): TraceContext {
+  return { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), flags: '01' };
+}
+
+/** The same trace, one step further: a new span id whose parent is `t`'s. */
+export function childOf(t: TraceContext): TraceContext {
+  return { ...t, spanId: randomBytes(8).toString('hex') };
+}
+
+/** The incoming header's trace continued, or a new one when it has none (or an invalid one). */
+export function continued(header: string | undefined): TraceContext {
+  const parent = parseTraceparent(header);
+  return parent ? childOf(parent) : newTrace();
+}
+
+/** Runs `fn` with `t` as the current trace: records written inside carry it. */
+export function withTrace<T>(t: TraceContext, fn: () => T): T {
+  return storage.run(t, fn);
+}
+
+export function currentTrace(): TraceContext | undefined {
+  return storage.getStore();
+}
+
+/** The `traceparent` header for a record or request made now: a child of the current trace, if there is one. */
+export function traceHeaders(): { traceparent?: string } {
+  const t = storage.getStore();
+  return t ? { traceparent: formatTraceparent(childOf(t)) } : {};
+}
