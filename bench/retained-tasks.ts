@@ -6,36 +6,18 @@
  * again after it has served a GET of every 1000th task.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { connectKafka } from '../src/kafka/kafka-gateway';
 import { createLogger } from '../src/logger';
 import type { TaskSnapshot } from '../src/tasks/task-snapshot';
+import { freePort, ready, rssMb } from './process-probe';
 
 export interface RetainedFigure {
   tasks: number;
   readyMs: number;
   rssMbReady: number;
   rssMbAfterReads: number;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const address = s.address();
-      s.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-function rssMb(pid: number): number {
-  const line =
-    readFileSync(`/proc/${pid}/status`, 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('VmRSS:')) ?? '';
-  return Math.round(Number(/(\d+)/.exec(line)?.[1] ?? 0) / 1024);
 }
 
 function finishedTask(tenant: string, topic: string, i: number): TaskSnapshot {
@@ -102,15 +84,7 @@ export async function retainedTasks(brokers: string[], count: number, key: strin
   });
   try {
     const base = `http://127.0.0.1:${port}`;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`the api exited with ${child.exitCode}`);
-      const ready = await fetch(`${base}/health/ready`).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (ready) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await ready(base, () => child.exitCode);
     const readyMs = Math.round(performance.now() - started);
     const rssMbReady = rssMb(child.pid as number);
     for (const id of ids) {

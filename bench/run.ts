@@ -1,5 +1,5 @@
 /*
- * npm run bench [-- --quick] [--only=api,e2e,bridge,retained]: hookstream's figures against baselines started
+ * npm run bench [-- --quick] [--only=api,e2e,bridge,steady,retained]: hookstream's figures against baselines started
  * in the same run on the same broker (see baselines.ts). Prints one JSON line
  * per measurement, then a table of figure, baseline and ratio. The machine is
  * whatever this runs on, often shared: read the ratios, not the absolute
@@ -20,6 +20,7 @@ import { bridgeDrain } from './bridge-drain';
 import { benchEnv } from './bridge-fixture';
 import { bridgeFanOut } from './bridge-fan-out';
 import { bridgeLatency } from './bridge-latency';
+import { steadyStream } from './steady-stream';
 
 const KEY = 'bench-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -214,6 +215,13 @@ async function main(): Promise<void> {
           ),
         );
       }
+    },
+    async steady() {
+      const steady = await steadyStream(brokers, QUICK ? 4000 : 40000, KEY);
+      report({ label: 'api RSS under a steady stream of tasks (role all, 5 s retention)', ...steady });
+      const [first, , , last] = steady.rssMb;
+      const figure = `RSS after ${steady.tasks} streamed tasks, vs after the first quarter`;
+      rows.push(compare(figure, last, first, 'MB', 'first quarter'));
     },
     async retained() {
       const retained = await retainedTasks(brokers, RETAINED, KEY);
