@@ -70,6 +70,12 @@ export interface IdempotencyKeysDeps {
   partitionFor(key: string): number;
   /** KAFKA_TIMEOUT_MS: the request's one deadline, and what bounds a claim's life */
   timeoutMs: number;
+  /**
+   * Before a replay: the views the answer is read from catch up with everything committed so far. The done
+   * record this process has seen was committed with the creation, but another view (the tasks') may not have
+   * applied that transaction yet, and would answer 404 for what the key created.
+   */
+  beforeReplay?: () => Promise<void>;
   logger: Logger;
 }
 
@@ -111,6 +117,12 @@ export class IdempotencyKeys {
    * key's one creator (`new`, whose run() must wrap the creation).
    */
   async begin(tenant: string, key: string, fingerprint: string): Promise<KeyDecision> {
+    const decision = await this.claimOrDecide(tenant, key, fingerprint);
+    if (decision.kind === 'replay') await this.deps.beforeReplay?.();
+    return decision;
+  }
+
+  private async claimOrDecide(tenant: string, key: string, fingerprint: string): Promise<KeyDecision> {
     const scope = `${tenant}/${key}`;
     const known = this.decide(scope, fingerprint);
     if (known) return known;

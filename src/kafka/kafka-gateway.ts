@@ -42,6 +42,8 @@ export interface KafkaGateway {
   fencingPublisher(transactionalId: string): FencingPublisher;
   /** every view started so far has caught up (readiness) */
   viewsCaughtUp(): boolean;
+  /** every view started so far has applied what was committed before the call */
+  syncViews(timeoutMs: number): Promise<void>;
   /** reads one partition from an offset (a task's event stream); any process can serve any reader */
   readonly partitionReader: PartitionReader & { readonly openReadings: number };
   /** the partition a record with this key goes to (murmur2, as Java clients choose) */
@@ -101,6 +103,10 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     },
     fencingPublisher: (transactionalId) => newPublisher(transactionalId),
     viewsCaughtUp: () => started.every((v) => v.caughtUp),
+    async syncViews(timeoutMs) {
+      const since = Date.now();
+      await Promise.all(started.map((v) => v.syncedSince(since, timeoutMs)));
+    },
     partitionReader,
     partitionFor: (topic, key) => partitions.partitionFor(topic, key),
     async runGroupConsumer(consumerOptions) {
