@@ -17,6 +17,7 @@ import { resourceRoutes } from './resources/resource-routes';
 import type { ResourceRouteDeps } from './resources/resource-context';
 import type { Metrics } from './metrics/metrics';
 import { rootRoutes } from './root-routes';
+import { PROPAGATION_ONLY, type Tracer } from './tracing/tracer';
 
 export interface AppDeps {
   logger: Logger;
@@ -27,6 +28,8 @@ export interface AppDeps {
   http?: HttpLimits;
   /** the api role's resources; other roles serve health only */
   resources?: ResourceRouteDeps;
+  /** where request spans go; W3C propagation only when not given */
+  tracer?: Tracer;
   /** the service's registry: GET /metrics, and every response timed */
   metrics?: Metrics;
   /** further route plugins (tasks, subscriptions), each with the conventions applied */
@@ -96,7 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   await app.register(requestIdPlugin);
-  await app.register(tracePlugin);
+  await app.register(tracePlugin, { tracer: deps.tracer ?? PROPAGATION_ONLY });
   if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics });
   await app.register(problemPlugin);
   await app.register(methodsPlugin);

@@ -75,6 +75,7 @@ export interface Config {
   kafkaBrokers: string[] | undefined;
   /** false where no Java is meant to be (the image): then KAFKA_BROKERS is required */
   embeddedKafka: boolean;
+  tracing: TracingConfig;
   topicPrefix: string;
   topicPartitions: number;
   apiKeys: ApiKeys;
@@ -99,6 +100,36 @@ export interface Config {
   publicUrl: string | undefined;
   /** a task's event stream (SSE) sends a comment at least this often while waiting */
   eventsHeartbeatMs: number;
+}
+
+/** OpenTelemetry trace export, from the standard OTEL_* variables; `url` undefined: no export. */
+export interface TracingConfig {
+  url?: string;
+  headers: Record<string, string>;
+  serviceName: string;
+}
+
+/**
+ * Spans are exported only when asked: OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint set (and neither
+ * OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none). Unasked, the SDK is never started.
+ */
+function parseTracing(r: Reader): TracingConfig {
+  const exporter = r.raw('OTEL_TRACES_EXPORTER')?.toLowerCase();
+  const tracesEndpoint = r.raw('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const endpoint = r.raw('OTEL_EXPORTER_OTLP_ENDPOINT');
+  const headers: Record<string, string> = {};
+  for (const pair of (r.raw('OTEL_EXPORTER_OTLP_HEADERS') ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0) headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+  }
+  const serviceName = r.string('OTEL_SERVICE_NAME', 'hookstream');
+  if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none') {
+    r.problems.push(`OTEL_TRACES_EXPORTER=${JSON.stringify(exporter)} must be otlp or none`);
+  }
+  const asked = exporter === 'otlp' || (exporter === undefined && (tracesEndpoint ?? endpoint) !== undefined);
+  if (!asked || r.bool('OTEL_SDK_DISABLED', false)) return { headers, serviceName };
+  const url = tracesEndpoint ?? `${(endpoint ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
+  return { url, headers, serviceName };
 }
 
 export class ConfigError extends Error {
@@ -211,6 +242,7 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     host: r.string('HOST', '0.0.0.0'),
     kafkaBrokers: parseBrokers(r),
     embeddedKafka: r.bool('EMBEDDED_KAFKA', true),
+    tracing: parseTracing(r),
     topicPrefix: r.string('TOPIC_PREFIX', 'hookstream.', /^[A-Za-z0-9._-]{0,100}$/),
     topicPartitions: r.int('TOPIC_PARTITIONS', 3, 1, 1000),
     apiKeys: parseApiKeys(r),
@@ -246,5 +278,7 @@ export const CONFIG_VARIABLES = [
   'CALLBACK_ALLOW_PRIVATE', 'CALLBACK_TIMEOUT_MS', 'CALLBACK_MAX_ATTEMPTS', 'CALLBACK_BACKOFF_BASE_MS',
   'CALLBACK_BACKOFF_MAX_MS', 'CALLBACK_CONCURRENCY', 'HTTP_REQUEST_TIMEOUT_MS', 'HTTP_HEADERS_TIMEOUT_MS',
   'HTTP_KEEP_ALIVE_TIMEOUT_MS', 'HTTP_MAX_CONNECTIONS', 'KAFKA_STARTUP_TIMEOUT_MS',
-  'TASK_RETENTION_MS', 'PUBLIC_URL', 'EVENTS_HEARTBEAT_MS', 'EMBEDDED_KAFKA',
+  'TASK_RETENTION_MS', 'PUBLIC_URL', 'EVENTS_HEARTBEAT_MS', 'EMBEDDED_KAFKA', 'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_SERVICE_NAME',
+  'OTEL_SDK_DISABLED',
 ] as const;

@@ -10,6 +10,8 @@ import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
 import type { Publisher } from './kafka/types';
 import type { Logger } from './logger';
 import { Metrics } from './metrics/metrics';
+import { otlpTracer } from './tracing/otlp-tracer';
+import { PROPAGATION_ONLY, type Tracer } from './tracing/tracer';
 import { exampleDomain } from './resources/example-domain';
 import type { ResourceDeclaration } from './resources/resource-declaration';
 import { ResourceRegistry } from './resources/resource-registry';
@@ -60,6 +62,7 @@ interface Parts {
   /** where links in callback bodies point: PUBLIC_URL, else the api's own address */
   publicUrl: () => string;
   metrics: Metrics;
+  tracer: Tracer;
 }
 
 async function resourceStore({ kafka, config }: Parts, publisher: Publisher = kafka.publisher): Promise<ResourceStore> {
@@ -74,7 +77,7 @@ async function apiRoutes(p: Parts): Promise<Pick<AppDeps, 'resources' | 'routes'
   const idempotency = new IdempotencyKeys({
     view: await kafka.view(kafka.topics.idempotencyKeys, decodeIdempotencyRecord), publisher: kafka.publisher,
     topic: kafka.topics.idempotencyKeys, partitionFor: (key) => kafka.partitionFor(kafka.topics.idempotencyKeys, key),
-    timeoutMs: config.kafkaTimeoutMs, logger,
+    timeoutMs: config.kafkaTimeoutMs, logger, beforeReplay: () => kafka.syncViews(config.kafkaTimeoutMs),
   });
   // The stores' writes inside a keyed request carry that key's answer in their transaction.
   const publisher = idempotency.wrap(kafka.publisher);
@@ -132,16 +135,16 @@ async function runner(p: Parts): Promise<void> {
     topics: kafka.topics, registry: p.taskRegistry, resources: { list: (c) => store.list(c) }, logger,
     groupId: `${config.topicPrefix}task-runner`, runnerId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     concurrency: config.taskConcurrency, taskTimeoutMs: config.taskTimeoutMs, kafkaTimeoutMs: config.kafkaTimeoutMs,
-    metrics: p.metrics,
+    metrics: p.metrics, tracer: p.tracer,
   });
 }
 
-async function bridge({ kafka, config, logger, publicUrl, metrics }: Parts): Promise<void> {
+async function bridge({ kafka, config, logger, publicUrl, metrics, tracer }: Parts): Promise<void> {
   await startCallbackBridge({
     runGroupConsumer: (o) => kafka.runGroupConsumer(o), publisher: kafka.publisher, logger, topics: kafka.topics,
     subscriptions: await kafka.view<Subscription>(kafka.topics.subscriptions, decodeSubscription),
     groupId: `${config.topicPrefix}callback-bridge`, allowPrivate: config.callbacks.allowPrivate, concurrency: config.callbacks.concurrency,
-    callbacks: config.callbacks, kafkaTimeoutMs: config.kafkaTimeoutMs, publicUrl, metrics,
+    callbacks: config.callbacks, kafkaTimeoutMs: config.kafkaTimeoutMs, publicUrl, metrics, tracer,
   });
 }
 
@@ -165,6 +168,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     stopping: [],
     publicUrl: () => config.publicUrl ?? listening ?? `http://${config.host}:${config.port}`,
     metrics: new Metrics(() => kafka.consumerLag()),
+    tracer: config.tracing.url ? otlpTracer({ ...config.tracing, url: config.tracing.url }) : PROPAGATION_ONLY,
   };
   let app: FastifyInstance | undefined;
   try {
@@ -174,6 +178,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     // Every role serves /health on PORT (the container healthcheck); only the api role serves the API.
     app = await buildApp({
       logger, apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes, http: config.http, ...api, metrics: parts.metrics,
+      tracer: parts.tracer,
       readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => kafka.viewsCaughtUp() },
     });
     const url = await app.listen({ port: config.port, host: config.host });
@@ -185,6 +190,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         for (const stop of parts.stopping) stop();
         await started.close();
         await kafka.close();
+        await parts.tracer.shutdown().catch((err: unknown) => logger.warn({ err }, 'spans not exported at shutdown'));
       },
     };
   } catch (err) {

@@ -3,7 +3,6 @@ import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher } 
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { wants, type EventForMatching, type Subscription } from '../../src/subscriptions/subscription';
-import { childOf, continued, formatTraceparent } from '../../src/tracing/trace-context';
 import { DeliveryLane, type CallbackParts, type LaneDeps } from './delivery-lanes';
 import { createCallbackAgent } from './send-callback';
 
@@ -124,11 +123,10 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
     }
     const subscriptions = (await matching(e, record.receivedAt ?? Date.now(), signal)) ?? [];
     const base = deps.publicUrl?.() ?? '';
-    const trace = continued(record.headers.traceparent);
     return subscriptions.map((sub) => {
       const parts: CallbackParts = {
         subscriptionId: sub.id, webhookId: webhookId(sub.id, e.id), event: e.kind, ...(e.taskId ? { taskId: e.taskId } : {}),
-        body: body(sub, e, base), traceparent: formatTraceparent(childOf(trace)),
+        body: body(sub, e, base), ...(record.headers.traceparent ? { traceparent: record.headers.traceparent } : {}),
       };
       return lane(sub.id).enqueue(parts, signal);
     });

@@ -4,6 +4,8 @@ import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
+import { formatTraceparent, parseTraceparent } from '../../src/tracing/trace-context';
+import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import type { CancelReason, Subscription } from '../../src/subscriptions/subscription';
 import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
@@ -20,6 +22,7 @@ export interface LaneDeps {
   callbacks: { timeoutMs: number; maxAttempts: number; backoffBaseMs: number; backoffMaxMs: number };
   kafkaTimeoutMs: number;
   metrics?: Pick<ServiceMetrics, 'callbackAttempt'>;
+  tracer?: Tracer;
 }
 
 /** Why a lane stopped working on a callback before it was done: its event goes back to the consumer group. */
@@ -105,7 +108,13 @@ export class DeliveryLane {
     const sub = this.deps.subscriptions.get(this.subscriptionId);
     if (!sub || sub.status !== 'active') return undefined;
     const { timeoutMs } = this.deps.callbacks;
-    const result = await sendCallback({ ...message, callbackUrl: sub.callbackUrl, secret: sub.secret }, this.deps.agent, timeoutMs);
+    // Each attempt is a client span of the event's trace; the receiver gets that span as its parent.
+    const tracer = this.deps.tracer ?? PROPAGATION_ONLY;
+    const span = tracer.start(`callback ${message.event}`, 'client', parseTraceparent(message.traceparent));
+    const traceparent = formatTraceparent(span.context);
+    const sent = { ...message, callbackUrl: sub.callbackUrl, secret: sub.secret, traceparent };
+    const result = await sendCallback(sent, this.deps.agent, timeoutMs);
+    span.end(result.outcome === 'failed' ? result.error : undefined);
     this.deps.metrics?.callbackAttempt(result.outcome, result.latencyMs / 1000);
     const record: DeliveryAttempt = {
       subscriptionId: sub.id, webhookId: message.webhookId, event: message.event, ...(message.taskId ? { taskId: message.taskId } : {}),

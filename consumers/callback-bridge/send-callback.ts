@@ -12,7 +12,7 @@ export interface CallbackMessage {
   event: string;
   taskId?: string;
   body: string;
-  /** W3C trace context of the event's record, continued: sent as the POST's `traceparent` */
+  /** W3C trace context: the event record's as the lane gets it; the attempt's span as it is sent */
   traceparent?: string;
 }
 

@@ -4,7 +4,8 @@ import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
-import { continued, withTrace } from '../../src/tracing/trace-context';
+import { parseTraceparent, withTrace } from '../../src/tracing/trace-context';
+import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
@@ -34,6 +35,7 @@ export interface TaskRunnerDeps {
   /** first pause before a run interrupted by a Kafka failure is tried again (it doubles, up to 10 s) */
   retryDelayMs?: number;
   metrics?: ServiceMetrics;
+  tracer?: Tracer;
 }
 
 /** What one record's handling needs: where it came from and who may write for it. */
@@ -65,6 +67,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
   const perTask = new Map<string, Promise<void>>();
   const writers = new PartitionWriters(deps.fencingPublisher, deps.transactionalIdPrefix, deps.view, deps.kafkaTimeoutMs);
   const firstRetryMs = deps.retryDelayMs ?? 1000;
+  const tracer = deps.tracer ?? PROPAGATION_ONLY;
 
   deps.view.onChange((key, value) => {
     if (value !== undefined && key.startsWith('cancel/')) running.get(key.slice('cancel/'.length))?.abort(new Cancelled());
@@ -207,9 +210,13 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
   function handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
     const key = record.key ?? '';
     const previous = perTask.get(key) ?? Promise.resolve();
-    // The run continues the trace its request carries: its events, and the callbacks they lead to, belong to it.
-    const trace = continued(record.headers.traceparent);
-    const mine = previous.then(() => withTrace(trace, () => handle(record, handBack)));
+    // The run is a span of the trace its request carries: its events, and the callbacks they lead to, belong to it.
+    const mine = previous.then(() => {
+      const span = tracer.start('run task', 'consumer', parseTraceparent(record.headers.traceparent), {
+        'messaging.destination.name': record.topic,
+      });
+      return withTrace(span.context, () => handle(record, handBack)).finally(() => span.end());
+    });
     const tail = mine.catch(() => undefined);
     perTask.set(key, tail);
     void tail.then(() => { if (perTask.get(key) === tail) perTask.delete(key); });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { continued, formatTraceparent, withTrace, type TraceContext } from '../tracing/trace-context';
+import { formatTraceparent, parseTraceparent, withTrace, type TraceContext } from '../tracing/trace-context';
+import type { Span, Tracer } from '../tracing/tracer';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -9,17 +10,29 @@ declare module 'fastify' {
 }
 
 /**
- * W3C Trace Context: a request's `traceparent` is continued (an invalid one starts a new trace, never a 4xx), and
- * what the handler writes to Kafka carries it. The context is entered after the body is parsed: the parser's
- * stream events would otherwise run the handler outside it. The answer names the request's span.
+ * W3C Trace Context: each request is a server span, a child of its `traceparent` (one that is missing or invalid
+ * starts a new trace, never a 4xx), and what the handler writes to Kafka names that span. The context is entered
+ * after the body is parsed: the parser's stream events would otherwise run the handler outside it. The answer's
+ * `traceparent` names the request's span.
  */
-export const tracePlugin = fp(async (app: FastifyInstance) => {
+export const tracePlugin = fp(async (app: FastifyInstance, options: { tracer: Tracer }) => {
+  const spans = new WeakMap<object, Span>();
   app.decorateRequest('trace', null as unknown as TraceContext);
   app.addHook('onRequest', (request, reply, done) => {
     const header = request.headers.traceparent;
-    request.trace = continued(Array.isArray(header) ? header[0] : header);
-    reply.header('traceparent', formatTraceparent(request.trace));
+    const route = request.routeOptions.url ?? 'unmatched';
+    const parent = parseTraceparent(Array.isArray(header) ? header[0] : header);
+    const span = options.tracer.start(`${request.method} ${route}`, 'server', parent, {
+      'http.request.method': request.method, 'http.route': route,
+    });
+    spans.set(request, span);
+    request.trace = span.context;
+    reply.header('traceparent', formatTraceparent(span.context));
     done();
   });
   app.addHook('preHandler', (request, _reply, done) => withTrace(request.trace, done));
+  app.addHook('onResponse', (request, reply, done) => {
+    spans.get(request)?.end(reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);
+    done();
+  });
 }, { name: 'hookstream-trace' });

@@ -33,12 +33,6 @@ export function childOf(t: TraceContext): TraceContext {
   return { ...t, spanId: randomBytes(8).toString('hex') };
 }
 
-/** The incoming header's trace continued, or a new one when it has none (or an invalid one). */
-export function continued(header: string | undefined): TraceContext {
-  const parent = parseTraceparent(header);
-  return parent ? childOf(parent) : newTrace();
-}
-
 /** Runs `fn` with `t` as the current trace: records written inside carry it. */
 export function withTrace<T>(t: TraceContext, fn: () => T): T {
   return storage.run(t, fn);
@@ -48,8 +42,8 @@ export function currentTrace(): TraceContext | undefined {
   return storage.getStore();
 }
 
-/** The `traceparent` header for a record or request made now: a child of the current trace, if there is one. */
+/** The `traceparent` header for a record written now: the current span as its parent, if there is one. */
 export function traceHeaders(): { traceparent?: string } {
   const t = storage.getStore();
-  return t ? { traceparent: formatTraceparent(childOf(t)) } : {};
+  return t ? { traceparent: formatTraceparent(t) } : {};
 }

@@ -1,7 +1,9 @@
+import { createServer } from 'node:http';
 import { Kafka, logLevel } from 'kafkajs';
 import type { RunningService } from '../../src/service';
+import { startChildService } from '../support/child-service';
 import { http } from '../support/http';
-import { Receiver } from '../support/receiver';
+import { listenOnLoopback, Receiver } from '../support/receiver';
 import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
 
@@ -64,8 +66,16 @@ test('a traceparent on POST /tasks reaches the task request, every task event an
   const requests = await recordTraces(service.kafka.topics.taskRequests, taskId, 1);
   const events = await recordTraces(service.kafka.topics.taskEvents, taskId, 5);
   for (const t of [...requests, ...events]) expect(traceIdOf(t)).toBe(TRACE_ID);
-  // Each hop is a span of its own: no two records share a span id.
-  expect(new Set([...requests, ...events]).size).toBe(requests.length + events.length);
+  // Each hop is a span of its own: the api's records name the request's span, the runner's events its run's,
+  // and each callback an attempt's.
+  const requestSpan = res.headers.get('traceparent');
+  expect([requests[0], events[0]]).toEqual([requestSpan, requestSpan]);
+  const runSpans = new Set(events.slice(1));
+  expect(runSpans.size).toBe(1);
+  expect(runSpans.has(requestSpan ?? '')).toBe(false);
+  const callbackSpans = new Set(callbacks.map((c) => c.headers.traceparent));
+  expect(callbackSpans.size).toBe(callbacks.length);
+  for (const s of [requestSpan, ...runSpans]) expect(callbackSpans.has(s ?? '')).toBe(false);
 });
 
 test('an invalid traceparent starts a new trace instead of failing the request', async () => {
@@ -80,3 +90,44 @@ test('an invalid traceparent starts a new trace instead of failing the request',
   const [request] = await recordTraces(service.kafka.topics.taskRequests, res.body.taskId, 1);
   expect(traceIdOf(request)).toBe(traceId);
 });
+
+test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the spans of the request, the run and the callbacks are exported', async () => {
+  const exported: { name: string; traceId: string; parentSpanId?: string }[] = [];
+  const collector = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const sent = JSON.parse(body) as OtlpExport;
+      for (const r of sent.resourceSpans) for (const s of r.scopeSpans) for (const span of s.spans) exported.push(span);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  const endpoint = await listenOnLoopback(collector);
+  // Its own process: the OTLP exporter loads its transport with a dynamic import, which jest's module sandbox
+  // refuses. SIGTERM stops it as an operator would, which flushes the spans still buffered.
+  const traced = await startChildService('all', uniquePrefix('otlp'), {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+  });
+  const receiver = await new Receiver(() => ({ status: 204 })).start();
+  receivers.push(receiver);
+  try {
+    const res = await http(traced.url ?? '', '/tasks', {
+      headers: { traceparent: PARENT },
+      body: { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: `${receiver.url}/cb`, mode: 'once' },
+    });
+    expect(res.status).toBe(202);
+    await receiver.waitFor(1);
+  } finally {
+    expect(await traced.kill('SIGTERM')).toBe(0);
+    collector.close();
+  }
+  console.log(JSON.stringify(exported.slice(0, 3)), exported.length);
+  const mine = exported.filter((s) => s.traceId === TRACE_ID);
+  const names = mine.map((s) => s.name);
+  expect(names).toEqual(expect.arrayContaining(['POST /tasks', 'run task', 'callback task.succeeded']));
+  expect(mine.find((s) => s.name === 'POST /tasks')?.parentSpanId).toBe('00f067aa0ba902b7');
+});
+
+interface OtlpExport {
+  resourceSpans: { scopeSpans: { spans: { name: string; traceId: string; parentSpanId?: string }[] }[] }[];
+}
