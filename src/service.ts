@@ -4,6 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { startCallbackBridge } from '../consumers/callback-bridge/callback-bridge';
 import { startTaskRunner } from '../consumers/task-runner/task-runner';
 import { buildApp, type AppDeps } from './app';
+import { asyncApiDocument } from './docs/asyncapi-document';
+import { asyncApiRoutes } from './docs/asyncapi-routes';
 import type { Config, Role } from './config';
 import { decodeIdempotencyRecord, IdempotencyKeys } from './http/idempotency-keys';
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
@@ -122,6 +124,10 @@ async function apiRoutes(p: Parts): Promise<Pick<AppDeps, 'resources' | 'routes'
       },
       { collections: ['task-types'], plugin: (a: FastifyInstance) => taskTypeRoutes(a, { registry: p.taskRegistry }) },
       { collections: ['subscriptions'], plugin: (a: FastifyInstance) => subscriptionRoutes(a, subscriptionDeps) },
+      { collections: [], plugin: (a: FastifyInstance) => asyncApiRoutes(a, { document: asyncApiDocument({
+        topics: kafka.topics, partitions: config.topicPartitions, taskTypes: p.taskRegistry.all(),
+        resources: p.resourceRegistry.all().map((r) => r.decl),
+      }) }) },
     ],
   };
 }
