@@ -2,6 +2,7 @@ import { problem } from '../../src/http/problem';
 import type { ConsumerHandle, FencingPublisher, GroupConsumerOptions, IncomingRecord, StateView } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
+import { linkedAbort } from '../../src/lib/linked-abort';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { parseTraceparent, withTrace } from '../../src/tracing/trace-context';
@@ -141,8 +142,10 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     if (deps.view.get(cancelKey(snapshot.taskId))) cancel.abort(new Cancelled());
     const timeoutMs = type.timeoutMs ?? deps.taskTimeoutMs;
     const timedOut = new AbortController();
-    AbortSignal.timeout(timeoutMs).addEventListener('abort', () => timedOut.abort(new TimedOut(timeoutMs)), { once: true });
-    const signal = AbortSignal.any([job.handBack, cancel.signal, timedOut.signal]);
+    // A timer cleared when the run ends: AbortSignal.timeout's cannot be, and would hold the run's signals and
+    // everything listening to them until TASK_TIMEOUT_MS (an hour by default) after every task.
+    const timer = setTimeout(() => timedOut.abort(new TimedOut(timeoutMs)), timeoutMs);
+    const { signal, unlink } = linkedAbort([job.handBack, cancel.signal, timedOut.signal]);
     try {
       const outcome = await execute(type, journal, input, signal, job.exec);
       if (outcome === 'handed-back') return 'handed-back';
@@ -154,6 +157,8 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
       await finish(job, journal, outcome);
       return job.handBack.aborted ? 'handed-back' : 'done';
     } finally {
+      unlink();
+      clearTimeout(timer);
       running.delete(snapshot.taskId);
     }
   }
