@@ -121,7 +121,6 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the spans of the request, the run an
     expect(await traced.kill('SIGTERM')).toBe(0);
     collector.close();
   }
-  console.log(JSON.stringify(exported.slice(0, 3)), exported.length);
   const mine = exported.filter((s) => s.traceId === TRACE_ID);
   const names = mine.map((s) => s.name);
   expect(names).toEqual(expect.arrayContaining(['POST /tasks', 'run task', 'callback task.succeeded']));

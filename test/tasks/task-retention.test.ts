@@ -55,6 +55,9 @@ test('a finished task is kept for TASK_RETENTION_MS, then answers 404 everywhere
 
 test('a task running longer than the window is never forgotten while it runs', async () => {
   const { taskId } = await submit(short.url, { steps: 10, stepMs: 500 });
+  // The other instance answers for the task once its own view has read it (read-your-writes is per instance).
+  const seen = async () => ((await http(shortApi.url, `/tasks/${taskId}`)).status === 200 ? true : undefined);
+  await until(seen, 10000, 20);
   const statuses: (string | number)[] = [];
   const final = await until(async () => {
     const res = await http(shortApi.url, `/tasks/${taskId}`);
