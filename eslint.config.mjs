@@ -1,17 +1,35 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// Each library behind its own room: kafkajs in src/kafka, OpenTelemetry in src/tracing, prom-client in src/metrics.
+/*
+ * The rooms' boundaries, held by no-restricted-imports. ESLint replaces a rule's options per matching block rather than
+ * merging them, so every block states its room's full list, built by `restrict`.
+ * - Each library behind its own room: kafkajs in src/kafka, OpenTelemetry in src/tracing, prom-client in src/metrics.
+ * - Dependencies point one way (DESIGN.md): consumers → src, never back. Only the entry point, src/main.ts, names the
+ *   roles in consumers/ and the development broker in src/embedded-kafka/.
+ * - src/problems/ is the vocabulary below everything that reports errors: no Fastify, no Kafka, no other room.
+ */
 const KAFKAJS = { name: 'kafkajs', message: 'Only src/kafka/ imports kafkajs.' };
 const PROM_CLIENT = { name: 'prom-client', message: 'Only src/metrics/ imports prom-client.' };
 const OTEL = { group: ['@opentelemetry/*'], message: 'Only src/tracing/ imports OpenTelemetry.' };
-const restrict = ({ kafkajs = true, promClient = true, otel = true }) => ['error', {
-  paths: [...(kafkajs ? [KAFKAJS] : []), ...(promClient ? [PROM_CLIENT] : [])],
-  patterns: otel ? [OTEL] : [],
-}];
+const CONSUMERS = { group: ['**/consumers/**'], message: 'consumers → src, never back: only src/main.ts names the roles.' };
+const EMBEDDED = {
+  group: ['**/embedded-kafka/*'],
+  message: 'The development broker is started by src/main.ts only, never by the runtime.',
+};
+const FASTIFY = { group: ['fastify', 'fastify-plugin', '@fastify/*'], message: 'src/problems/ does not load Fastify.' };
+const ROOMS = { group: ['../*', '!../problems'], message: 'src/problems/ imports no other room.' };
+
+const restrict = ({ kafkajs = true, promClient = true, otel = true, src = false, problems = false }) => [
+  'error',
+  {
+    paths: [...(kafkajs ? [KAFKAJS] : []), ...(promClient ? [PROM_CLIENT] : [])],
+    patterns: [...(otel ? [OTEL] : []), ...(src ? [CONSUMERS, EMBEDDED] : []), ...(problems ? [FASTIFY, ROOMS] : [])],
+  },
+];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test-output/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -22,12 +40,17 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { module: 'writable', require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
-  { files: ['src/kafka/**/*.ts'], rules: { 'no-restricted-imports': restrict({ kafkajs: false }) } },
-  { files: ['src/metrics/**/*.ts'], rules: { 'no-restricted-imports': restrict({ promClient: false }) } },
-  { files: ['src/tracing/**/*.ts'], rules: { 'no-restricted-imports': restrict({ otel: false }) } },
+  { files: ['src/**/*.ts'], ignores: ['src/main.ts'], rules: { 'no-restricted-imports': restrict({ src: true }) } },
+  { files: ['src/kafka/**/*.ts'], rules: { 'no-restricted-imports': restrict({ kafkajs: false, src: true }) } },
+  { files: ['src/metrics/**/*.ts'], rules: { 'no-restricted-imports': restrict({ promClient: false, src: true }) } },
+  { files: ['src/tracing/**/*.ts'], rules: { 'no-restricted-imports': restrict({ otel: false, src: true }) } },
+  { files: ['src/problems/**/*.ts'], rules: { 'no-restricted-imports': restrict({ src: true, problems: true }) } },
   {
     // Tests play the user's part with a plain kafkajs client, and benchmarks measure one as a baseline, on purpose.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
@@ -37,7 +60,10 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'consumers/**/*.ts'],
     ignores: ['src/config.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only src/config.ts reads the environment.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Only src/config.ts reads the environment.' },
+      ],
     },
   },
 );

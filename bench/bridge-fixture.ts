@@ -7,6 +7,8 @@ import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { request } from 'undici';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
+import { CONSUMER_ROLES } from '../consumers/roles';
+import { exampleResources, exampleTaskTypes } from '../src/examples';
 import { startService, type RunningService } from '../src/service';
 
 export class CountingReceiver {
@@ -78,8 +80,11 @@ export function benchEnv(brokers: string[], name: string, key: string): Record<s
   };
 }
 
+/** What src/main.ts registers and runs: the example domain and task types, and every consumer role. */
+export const EXAMPLE_SERVICE = { resources: exampleResources, taskTypes: exampleTaskTypes, consumers: CONSUMER_ROLES };
+
 export function startRole(brokers: string[], env: Record<string, string>, role: 'api' | 'bridge') {
-  return startService({ config: loadConfig(env), brokers, logger: createLogger('warn'), role });
+  return startService({ config: loadConfig(env), brokers, logger: createLogger('warn'), role, ...EXAMPLE_SERVICE });
 }
 
 export async function subscribe(api: RunningService, key: string, callbackUrl: string): Promise<void> {

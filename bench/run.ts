@@ -8,7 +8,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import os from 'node:os';
 import { loadConfig } from '../src/config';
-import { startLocalBroker, type LocalBroker } from '../src/kafka/local-broker';
+import { startLocalBroker, type LocalBroker } from '../src/embedded-kafka/local-broker';
 import { createLogger } from '../src/logger';
 import { startService, type RunningService } from '../src/service';
 import { bareFastify, batchedKafka, naiveKafka, type Baseline } from './baselines';
@@ -17,7 +17,7 @@ import {
 } from './load';
 import { retainedTasks } from './retained-tasks';
 import { bridgeDrain } from './bridge-drain';
-import { benchEnv } from './bridge-fixture';
+import { benchEnv, EXAMPLE_SERVICE } from './bridge-fixture';
 import { bridgeFanOut } from './bridge-fan-out';
 import { bridgeLatency } from './bridge-latency';
 import { steadyStream } from './steady-stream';
@@ -163,7 +163,7 @@ async function main(): Promise<void> {
   const sections: Record<string, () => Promise<void>> = {
     async api() {
       // Submissions alone: an api with no runner beside it, so nothing else shares its transactions.
-      const api = await startService({ config: config('api'), brokers, logger: createLogger('warn'), role: 'api' });
+      const api = await startService({ config: config('api'), brokers, logger: createLogger('warn'), role: 'api', ...EXAMPLE_SERVICE });
       try {
         await writes(brokers, api, rows);
         await reads(api, rows);
@@ -172,7 +172,7 @@ async function main(): Promise<void> {
       }
     },
     async e2e() {
-      const all = await startService({ config: config('all'), brokers, logger: createLogger('warn'), role: 'all' });
+      const all = await startService({ config: config('all'), brokers, logger: createLogger('warn'), role: 'all', ...EXAMPLE_SERVICE });
       try {
         await endToEnd(all, rows);
       } finally {

@@ -1,8 +1,10 @@
 import { ConfigError, loadConfig, type Config } from './config';
-import { LocalBrokerUnavailableError } from './kafka/local-broker-jars';
-import { startLocalBroker, type LocalBroker } from './kafka/local-broker';
-import { KAFKA_VERSION } from './kafka/kafka-version';
+import { LocalBrokerUnavailableError } from './embedded-kafka/local-broker-jars';
+import { startLocalBroker, type LocalBroker } from './embedded-kafka/local-broker';
+import { KAFKA_VERSION } from './embedded-kafka/kafka-version';
 import { createLogger } from './logger';
+import { CONSUMER_ROLES } from '../consumers/roles';
+import { exampleResources, exampleTaskTypes } from './examples';
 import { startService, type RunningService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
 import { brokersUnreachable } from './startup/broker-reachable';
@@ -33,7 +35,10 @@ function say(line: string): void {
   process.stderr.write(`hookstream: ${line}\n`);
 }
 
-/** `node dist/src/main.js [all|api|runner|bridge|topics]`; ROLE sets the role too. */
+/**
+ * `node dist/src/main.js [all|api|runner|bridge|topics]`; ROLE sets the role too. The entry point is the one module
+ * of src/ that names consumers/ (lint holds it): it hands their roles, and what the service registers, to startService.
+ */
 async function main(): Promise<void> {
   const command = process.argv[2];
   const config = loadConfig(undefined, command === 'topics' ? undefined : command);
@@ -89,7 +94,9 @@ async function main(): Promise<void> {
   }
   const brokers = config.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
   try {
-    service = await patiently(brokers, () => startService({ config, brokers, logger }), (late) => late.stop());
+    service = await patiently(brokers, () => startService({
+      config, brokers, logger, resources: exampleResources, taskTypes: exampleTaskTypes, consumers: CONSUMER_ROLES,
+    }), (late) => late.stop());
   } catch (err) {
     if (!stopping) await broker?.stop();
     throw err;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { halResource, link, type Links } from './http/hal';
-import { PROBLEM_TYPES, problemType, type ProblemKind } from './http/problem-types';
+import { PROBLEM_TYPES, problemType, type ProblemKind } from './problems/problem-types';
 
 /** `GET /`, the entry point linking every collection, and the problem catalogue. Both public. */
 export async function rootRoutes(app: FastifyInstance, options: { collections: string[] }): Promise<void> {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, ROLES } from '../src/config';
-import { APACHE_KAFKA_IMAGE } from '../src/kafka/kafka-version';
+import { APACHE_KAFKA_IMAGE } from '../src/embedded-kafka/kafka-version';
 
 /*
  * What can be checked without a container engine, in every `npm test`. The stack itself runs

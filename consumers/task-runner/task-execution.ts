@@ -1,4 +1,4 @@
-import { problem, type ProblemDetail } from '../../src/http/problem';
+import { problem, type ProblemDetail } from '../../src/problems/problem-detail';
 import type { OutgoingRecord, PublishOptions, Publisher, StateView } from '../../src/kafka/types';
 import { writeThenRead } from '../../src/kafka/read-your-writes';
 import type { Logger } from '../../src/logger';

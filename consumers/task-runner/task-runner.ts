@@ -1,4 +1,4 @@
-import { problem } from '../../src/http/problem';
+import { problem } from '../../src/problems/problem-detail';
 import type { ConsumerHandle, FencingPublisher, GroupConsumerOptions, IncomingRecord, StateView } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
@@ -11,7 +11,7 @@ import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
 import { parseTaskRequest, TASK_ID_PATTERN, type ParsedRequest } from '../../src/tasks/task-request';
-import { cancelKey, isFinal, isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
+import { cancelKey, cancelledTaskId, isFinal, isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import type { TaskContext } from '../../src/tasks/task-type';
 import { PartitionWriters, type CheckedWriter } from './partition-writers';
 import { Cancelled, execute, supersededBy, TaskJournal, TimedOut, type ExecutionDeps, type Outcome } from './task-execution';
@@ -71,7 +71,8 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
   const tracer = deps.tracer ?? PROPAGATION_ONLY;
 
   deps.view.onChange((key, value) => {
-    if (value !== undefined && key.startsWith('cancel/')) running.get(key.slice('cancel/'.length))?.abort(new Cancelled());
+    const cancelled = value === undefined ? undefined : cancelledTaskId(key);
+    if (cancelled !== undefined) running.get(cancelled)?.abort(new Cancelled());
   });
 
   const execDeps = (publisher: FencingPublisher): ExecutionDeps => ({

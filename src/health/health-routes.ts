@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { halResource, link } from '../http/hal';
-import { ProblemError } from '../http/problem';
+import { ProblemError } from '../problems/problem-error';
 
 export interface Readiness {
   /** a bootstrap broker accepts connections */

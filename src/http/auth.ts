@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { timingSafeEqual } from 'node:crypto';
-import { ProblemError } from './problem';
+import { ProblemError } from '../problems/problem-error';
 
 declare module 'fastify' {
   interface FastifyRequest {

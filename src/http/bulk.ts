@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { problem, ProblemError, type ProblemDetail } from './problem';
+import { problem, type ProblemDetail } from '../problems/problem-detail';
+import { ProblemError } from '../problems/problem-error';
 
 export const MAX_BULK_ELEMENTS = 1000;
 

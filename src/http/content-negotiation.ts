@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { HAL_MEDIA_TYPE } from './hal';
-import { ProblemError } from './problem';
+import { ProblemError } from '../problems/problem-error';
 
 const JSON_TYPES = ['application/json', HAL_MEDIA_TYPE];
 const MERGE_PATCH = 'application/merge-patch+json';

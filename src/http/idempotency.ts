@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { tenantOf } from './auth';
-import type { Describe, IdempotencyKeys, StoredAnswer } from './idempotency-keys';
-import { ProblemError } from './problem';
+import type { Describe, IdempotencyKeys, StoredAnswer } from '../idempotency/idempotency-keys';
+import { ProblemError } from '../problems/problem-error';
 
 /**
  * The key of `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): a

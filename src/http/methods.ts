@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ProblemError } from './problem';
+import { ProblemError } from '../problems/problem-error';
 
 interface PathMethods {
   pattern: RegExp;

@@ -12,7 +12,7 @@ import { ensureTopics, topicNames, type Topics } from './topics';
 import { TransactionalPublisher } from './transactional-publisher';
 import type {
   ConsumerHandle, FencingPublisher, GroupConsumerHandle, GroupConsumerOptions, PartitionLag, PartitionReader,
-  Publisher, StateView,
+  Publisher, StateView, ViewSource, ViewSpec,
 } from './types';
 
 export interface KafkaGatewayOptions {
@@ -26,15 +26,15 @@ export interface KafkaGatewayOptions {
 }
 
 /** Everything the service needs from Kafka, behind the interfaces of ./types. */
-export interface KafkaGateway {
+export interface KafkaGateway extends ViewSource {
   readonly topics: Topics;
   readonly publisher: Publisher;
   readonly health: KafkaHealth;
   readonly brokers: string[];
   /** transactions committed by this process's publisher, and what they carried */
   publisherStats(): { transactions: number; records: number; calls: number };
-  /** The process's one view of a compacted topic, started on first use and shared after. */
-  view<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>>;
+  /** The process's one view of a compacted topic, started on first use and shared after (ViewSpec). */
+  view<T>(spec: ViewSpec<T>): Promise<StateView<T>>;
   /**
    * A publisher of its own under a fixed transactional id (the task runner's,
    * one per input partition): creating it fences every earlier writer with that id.
@@ -76,7 +76,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
   const newPublisher = (transactionalId: string) =>
     new TransactionalPublisher(kafka, partitions, health, logger, { transactionalId, timeoutMs: options.timeoutMs, maxBatchRecords: 500 });
   const publisher = newPublisher(`${options.topicPrefix}${options.processName}-${randomUUID()}`);
-  const views = new Map<string, Promise<KafkaStateView<unknown>>>();
+  const views = new Map<string, { spec: ViewSpec<unknown>; view: Promise<KafkaStateView<unknown>> }>();
   const highWatermarks = new HighWatermarks(kafka);
   const started: KafkaStateView<unknown>[] = [];
 
@@ -96,10 +96,14 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     health,
     brokers: options.brokers,
     publisherStats: () => ({ ...publisher.stats }),
-    view<T>(topic: string, decode: (value: string) => T): Promise<StateView<T>> {
-      let view = views.get(topic);
-      if (!view) views.set(topic, (view = startView(topic, decode) as Promise<KafkaStateView<unknown>>));
-      return view as Promise<StateView<T>>;
+    view<T>(spec: ViewSpec<T>): Promise<StateView<T>> {
+      const topic = topics[spec.topic];
+      const open = views.get(topic);
+      if (open && open.spec !== spec) throw new Error(`the view of ${topic} is open already, with another decoder`);
+      if (open) return open.view as Promise<StateView<T>>; // the same spec, so the same T
+      const view = startView(topic, spec.decode);
+      views.set(topic, { spec: spec as ViewSpec<unknown>, view: view as Promise<KafkaStateView<unknown>> });
+      return view;
     },
     fencingPublisher: (transactionalId) => newPublisher(transactionalId),
     viewsCaughtUp: () => started.every((v) => v.caughtUp),

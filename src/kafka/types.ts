@@ -1,3 +1,5 @@
+import type { KindedError } from '../problems/problem-error';
+import type { Topics } from './topics';
 /**
  * The small interfaces the rest of the code sees. Only src/kafka/ knows these
  * are backed by kafkajs, so the client library can be swapped.
@@ -98,6 +100,21 @@ export interface StateView<T> {
   syncedSince(time: number, timeoutMs: number): Promise<void>;
 }
 
+/**
+ * A compacted topic read as a view, with the one decoder of its records. The module that writes the format declares
+ * it; a process opens one view per topic, and asking for that topic with another spec is an error, so no caller is
+ * handed a view decoded as another type.
+ */
+export interface ViewSpec<T> {
+  readonly topic: keyof Topics;
+  decode(value: string): T;
+}
+
+/** Where stores open their views: the process's Kafka gateway (a fake in the unit tier). */
+export interface ViewSource {
+  view<T>(spec: ViewSpec<T>): Promise<StateView<T>>;
+}
+
 export interface ConsumerHandle {
   stop(): Promise<void>;
 }
@@ -161,7 +178,10 @@ export interface PartitionReader {
   endOffset(topic: string, partition: number, timeoutMs: number): Promise<string>;
 }
 
-export class KafkaUnavailableError extends Error {
+/** Kafka did not answer in time or is down; any caller may answer it as the `kafka-unavailable` problem. */
+export class KafkaUnavailableError extends Error implements KindedError {
+  readonly problemKind = 'kafka-unavailable';
+
   constructor(message: string, cause?: unknown) {
     super(message, { cause });
     this.name = 'KafkaUnavailableError';

@@ -3,12 +3,12 @@ import { v7 as uuidv7 } from 'uuid';
 import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody } from '../http/bulk';
 import { halResource, link, type HalResource } from '../http/hal';
 import { idempotently } from '../http/idempotency';
-import type { IdempotencyKeys } from '../http/idempotency-keys';
 import { mergePatch } from '../http/merge-patch';
 import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
-import { ProblemError, type ProblemDetail } from '../http/problem';
+import { type ProblemDetail } from '../problems/problem-detail';
+import { ProblemError } from '../problems/problem-error';
 import { applySelection } from '../http/selection';
-import { requireObjectBody } from '../http/validation';
+import { requireObjectBody } from '../problems/validation';
 import { ID_PATTERN } from './resource-declaration';
 import { inputForm, type ResourceRouteDeps } from './resource-context';
 import { prepareInput } from './resource-input';
@@ -27,17 +27,10 @@ function bulkBody(resource: RegisteredResource, reps: HalResource[]): HalResourc
   return halResource({ count: reps.length }, { self: link(`/${collection}`) }, { [collection]: () => reps }, [collection]);
 }
 
-/** The api passes its Idempotency-Key state along with the resource deps; without it the header is ignored. */
-function idempotencyOf(deps: ResourceRouteDeps): IdempotencyKeys | undefined {
-  return 'idempotency' in deps
-    ? (deps as ResourceRouteDeps & { idempotency?: IdempotencyKeys }).idempotency
-    : undefined;
-}
-
 /** GET (paged list), POST (one object, or a bulk create), PATCH (bulk update). */
 export function collectionRoutes(app: FastifyInstance, resource: RegisteredResource, deps: ResourceRouteDeps): void {
   const { store, registry } = deps;
-  const keys = idempotencyOf(deps);
+  const keys = deps.idempotency;
   const { decl } = resource;
   const path = `/${decl.collection}`;
   const rep = (s: StoredResource) => representation(s, registry, store);

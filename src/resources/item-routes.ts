@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { mergePatch } from '../http/merge-patch';
-import { ProblemError } from '../http/problem';
-import { requireObjectBody } from '../http/validation';
+import { ProblemError } from '../problems/problem-error';
+import { requireObjectBody } from '../problems/validation';
 import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
 import { prepareInput } from './resource-input';
 import type { RegisteredResource } from './resource-registry';

@@ -1,4 +1,5 @@
-import { ProblemError } from '../http/problem';
+import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
+import { ProblemError } from '../problems/problem-error';
 import { ID_PATTERN } from './resource-declaration';
 import type { RegisteredResource, ResourceRegistry } from './resource-registry';
 import type { ResourceStore, StoredResource } from './resource-store';
@@ -6,6 +7,8 @@ import type { ResourceStore, StoredResource } from './resource-store';
 export interface ResourceRouteDeps {
   registry: ResourceRegistry;
   store: ResourceStore;
+  /** Idempotency-Key state; without it the header is ignored */
+  idempotency?: IdempotencyKeys;
 }
 
 const idPattern = new RegExp(ID_PATTERN);

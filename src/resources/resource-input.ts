@@ -1,5 +1,5 @@
-import { problem, type ProblemDetail } from '../http/problem';
-import { validationErrors } from '../http/validation';
+import { problem, type ProblemDetail } from '../problems/problem-detail';
+import { validationErrors } from '../problems/validation';
 import type { RegisteredResource } from './resource-registry';
 import type { ResourceStore } from './resource-store';
 

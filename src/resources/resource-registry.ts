@@ -1,4 +1,4 @@
-import { compile, type Validator } from '../http/validation';
+import { compile, type Validator } from '../problems/validation';
 import { inputSchema, type ResourceDeclaration } from './resource-declaration';
 
 export interface RegisteredResource {

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import { cloudEventRecord } from '../events/cloud-event';
-import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import type { OutgoingRecord, Publisher, StateView, ViewSource, ViewSpec } from '../kafka/types';
 import { writeThenRead } from '../kafka/read-your-writes';
 
 export interface StoredResource {
@@ -34,6 +34,11 @@ const keyOf = (collection: string, id: string) => `${collection}/${id}`;
  */
 export class ResourceStore {
   constructor(private readonly deps: ResourceStoreDeps) {}
+
+  /** The store on this process's view of the resources topic. */
+  static async open(views: ViewSource, deps: Omit<ResourceStoreDeps, 'view'>): Promise<ResourceStore> {
+    return new ResourceStore({ ...deps, view: await views.view(RESOURCES_VIEW) });
+  }
 
   get(collection: string, id: string): StoredResource | undefined {
     return this.deps.view.get(keyOf(collection, id));
@@ -81,3 +86,5 @@ export function decodeStoredResource(value: string): StoredResource {
   }
   return parsed;
 }
+
+const RESOURCES_VIEW: ViewSpec<StoredResource> = { topic: 'resources', decode: decodeStoredResource };

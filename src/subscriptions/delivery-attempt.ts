@@ -1,4 +1,4 @@
-import type { StateView } from '../kafka/types';
+import type { StateView, ViewSource, ViewSpec } from '../kafka/types';
 
 export type DeliveryOutcome = 'delivered' | 'refused' | 'gone' | 'failed' | 'dead-lettered';
 
@@ -26,11 +26,18 @@ export function decodeDeliveryAttempt(value: string): DeliveryAttempt {
   return a;
 }
 
+const DELIVERIES_VIEW: ViewSpec<DeliveryAttempt> = { topic: 'deliveries', decode: decodeDeliveryAttempt };
+
 const KEEP = 500;
 
 /** Each subscription's most recent attempts, indexed from the deliveries view. */
 export class DeliveryHistory {
   private readonly bySubscription = new Map<string, DeliveryAttempt[]>();
+
+  /** The history on this process's view of the deliveries topic. */
+  static async open(views: ViewSource): Promise<DeliveryHistory> {
+    return new DeliveryHistory(await views.view(DELIVERIES_VIEW));
+  }
 
   constructor(view: StateView<DeliveryAttempt>) {
     for (const a of view.values()) this.add(a);

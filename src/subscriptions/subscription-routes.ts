@@ -3,19 +3,23 @@ import type { FastifyInstance } from 'fastify';
 import { tenantOf } from '../http/auth';
 import { halResource, link } from '../http/hal';
 import { idempotently } from '../http/idempotency';
-import type { IdempotencyKeys } from '../http/idempotency-keys';
+import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
 import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
-import { problem, ProblemError } from '../http/problem';
-import { compile, requireObjectBody, validationErrors } from '../http/validation';
+import { problem } from '../problems/problem-detail';
+import { ProblemError } from '../problems/problem-error';
+import { compile, requireObjectBody, validationErrors } from '../problems/validation';
 import type { TaskSubscriber } from '../tasks/task-routes';
 import type { TaskStore } from '../tasks/task-store';
 import { checkCallbackUrl } from './callback-url-policy';
+import type { DeliveryHistory } from './delivery-attempt';
 import type { Subscription, SubscriptionMode } from './subscription';
 import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscription-representation';
 import type { SubscriptionStore } from './subscription-store';
 
 export interface SubscriptionRouteDeps {
   store: SubscriptionStore;
+  /** every subscription's recent callback attempts */
+  history: DeliveryHistory;
   tasks: TaskStore;
   /** every event kind the API publishes, the ones `events` may name */
   eventKinds: string[];
@@ -59,7 +63,7 @@ export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
 }
 
 export async function subscriptionRoutes(app: FastifyInstance, deps: SubscriptionRouteDeps): Promise<void> {
-  const { store } = deps;
+  const { store, history } = deps;
   const validateNew = compile({
     type: 'object',
     properties: {
@@ -120,19 +124,19 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     return halResource(
       { count: page.length, total: all.length },
       { ...pageLinks('/subscriptions', offset, limit, all.length), item: page.map((s) => link(`/subscriptions/${s.id}`)) },
-      { subscriptions: () => page.map((s) => subscriptionRepresentation(s, store.history.of(s.id))) },
+      { subscriptions: () => page.map((s) => subscriptionRepresentation(s, history.of(s.id))) },
       ['subscriptions'],
     );
   });
 
   app.get<IdParams>('/subscriptions/:id', async (request) => {
     const s = own(tenantOf(request), request.params.id);
-    return subscriptionRepresentation(s, store.history.of(s.id));
+    return subscriptionRepresentation(s, history.of(s.id));
   });
 
   app.get<IdParams & { Querystring: PageQuery }>('/subscriptions/:id/deliveries', { schema: { querystring: pageQuerySchema } }, async (request) => {
     const s = own(tenantOf(request), request.params.id);
-    const all = store.history.of(s.id);
+    const all = history.of(s.id);
     const { offset, limit } = request.query;
     const path = `/subscriptions/${s.id}/deliveries`;
     return halResource(

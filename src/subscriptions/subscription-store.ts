@@ -1,15 +1,13 @@
 import { v4 as uuidv4 } from 'uuid';
-import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import type { OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
 import { writeThenRead } from '../kafka/read-your-writes';
 import { waitAtLeast } from '../lib/abortable-sleep';
-import type { DeliveryHistory } from './delivery-attempt';
-import type { CancelReason, Subscription, SubscriptionMode } from './subscription';
+import { SUBSCRIPTIONS_VIEW, type CancelReason, type Subscription, type SubscriptionMode } from './subscription';
 import { CANCEL_SETTLE_MS } from './subscription-lease';
 import { newSecret } from './webhook-signature';
 
 export interface SubscriptionStoreDeps {
   view: StateView<Subscription>;
-  history: DeliveryHistory;
   publisher: Publisher;
   topic: string;
   timeoutMs: number;
@@ -23,11 +21,18 @@ export interface NewSubscription {
   events?: string[];
 }
 
+/** The one writer of the subscriptions topic, for the api and the bridge alike. */
 export class SubscriptionStore {
   constructor(private readonly deps: SubscriptionStoreDeps) {}
 
-  get history(): DeliveryHistory {
-    return this.deps.history;
+  /** The store on this process's view of the subscriptions topic. */
+  static async open(views: ViewSource, deps: Omit<SubscriptionStoreDeps, 'view'>): Promise<SubscriptionStore> {
+    return new SubscriptionStore({ ...deps, view: await views.view(SUBSCRIPTIONS_VIEW) });
+  }
+
+  /** The view the store reads, for those that sync it or follow its changes (the bridge's lease). */
+  get view(): StateView<Subscription> {
+    return this.deps.view;
   }
 
   get(id: string): Subscription | undefined {
@@ -56,13 +61,19 @@ export class SubscriptionStore {
    * by then no bridge starts another callback for it (subscription-lease.ts). The settle time is inside the deadline.
    */
   async cancel(s: Subscription, reason: CancelReason): Promise<Subscription> {
-    let cancelled = s;
-    if (s.status !== 'cancelled') {
-      cancelled = { ...s, status: 'cancelled', cancelReason: reason, updatedAt: new Date().toISOString() };
-      await this.write([this.record(cancelled)], Math.max(1, this.deps.timeoutMs - CANCEL_SETTLE_MS));
-    }
+    const cancelled = s.status === 'cancelled' ? s : await this.end(s, reason, this.deps.timeoutMs - CANCEL_SETTLE_MS);
     await waitAtLeast(CANCEL_SETTLE_MS);
     return cancelled;
+  }
+
+  /**
+   * Ends a subscription and resolves once this process's view holds the end. The bridge ends one this way after a
+   * refusal, a 410 or a once delivery: it needs no settle time, since it is the one that would deliver.
+   */
+  async end(s: Subscription, reason: CancelReason, timeoutMs = this.deps.timeoutMs): Promise<Subscription> {
+    const ended: Subscription = { ...s, status: 'cancelled', cancelReason: reason, updatedAt: new Date().toISOString() };
+    await this.write([this.record(ended)], Math.max(1, timeoutMs));
+    return ended;
   }
 
   private record(s: Subscription): OutgoingRecord {

@@ -1,3 +1,5 @@
+import type { ViewSpec } from '../kafka/types';
+
 export type SubscriptionMode = 'once' | 'continuous';
 export type CancelReason = 'requested' | 'delivered-once' | 'refused' | 'gone';
 
@@ -52,3 +54,5 @@ export function decodeSubscription(value: string): Subscription {
   if (typeof s?.id !== 'string' || typeof s.callbackUrl !== 'string') throw new Error('not a subscription');
   return s;
 }
+
+export const SUBSCRIPTIONS_VIEW: ViewSpec<Subscription> = { topic: 'subscriptions', decode: decodeSubscription };

@@ -1,5 +1,5 @@
-import { problem, type ProblemDetail } from '../http/problem';
-import { compile, validationErrors, type Validator } from '../http/validation';
+import { problem, type ProblemDetail } from '../problems/problem-detail';
+import { compile, validationErrors, type Validator } from '../problems/validation';
 import type { TaskType } from './task-type';
 
 /** The declared task types, each with its compiled input validator. */

@@ -1,4 +1,4 @@
-import { problem, type ProblemDetail } from '../http/problem';
+import { problem, type ProblemDetail } from '../problems/problem-detail';
 import type { TaskRegistry } from './task-registry';
 
 /**

@@ -1,4 +1,5 @@
-import type { ProblemDetail } from '../http/problem';
+import type { ViewSpec } from '../kafka/types';
+import type { ProblemDetail } from '../problems/problem-detail';
 
 export const TASK_STATUSES = ['accepted', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -41,7 +42,15 @@ export interface CancelRequest {
 
 export type TaskRecord = TaskSnapshot | CancelRequest;
 
-export const cancelKey = (taskId: string) => `cancel/${taskId}`;
+const CANCEL_PREFIX = 'cancel/';
+
+/** A cancel request shares the tasks topic with the snapshots, under its own key: the one place that spells it. */
+export const cancelKey = (taskId: string) => `${CANCEL_PREFIX}${taskId}`;
+
+/** The task a tasks-topic key asks to cancel; undefined for a snapshot's key. */
+export function cancelledTaskId(key: string): string | undefined {
+  return key.startsWith(CANCEL_PREFIX) ? key.slice(CANCEL_PREFIX.length) : undefined;
+}
 
 export function isFinal(status: TaskStatus): boolean {
   return FINAL_STATUSES.includes(status);
@@ -56,3 +65,5 @@ export function decodeTaskRecord(value: string): TaskRecord {
   if (typeof parsed?.taskId !== 'string') throw new Error('not a task record');
   return parsed;
 }
+
+export const TASKS_VIEW: ViewSpec<TaskRecord> = { topic: 'tasks', decode: decodeTaskRecord };

@@ -1,5 +1,5 @@
 import { v4 as uuidv4 } from 'uuid';
-import type { OutgoingRecord, Publisher, StateView } from '../kafka/types';
+import type { OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
 import type { ServiceMetrics } from '../metrics/metrics';
 import { traceHeaders } from '../tracing/trace-context';
 import { writeThenRead } from '../kafka/read-your-writes';
@@ -8,7 +8,7 @@ import type { TaskTopics } from './task-events';
 import type { TaskRequest } from './task-request';
 import { FinalWaiters } from './final-waiters';
 import {
-  cancelKey, isFinal, isSnapshot, type CancelRequest, type TaskRecord, type TaskSnapshot, type TaskStatus,
+  cancelKey, isFinal, isSnapshot, TASKS_VIEW, type CancelRequest, type TaskRecord, type TaskSnapshot, type TaskStatus,
 } from './task-snapshot';
 
 export interface TaskStoreDeps {
@@ -48,6 +48,11 @@ export class TaskStore {
 
   constructor(private readonly deps: TaskStoreDeps) {
     this.finals = new FinalWaiters(deps.view);
+  }
+
+  /** The store on this process's view of the tasks topic. */
+  static async open(views: ViewSource, deps: Omit<TaskStoreDeps, 'view'>): Promise<TaskStore> {
+    return new TaskStore({ ...deps, view: await views.view(TASKS_VIEW) });
   }
 
   get retentionMs(): number {

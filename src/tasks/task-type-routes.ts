@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { halResource, link, type HalResource } from '../http/hal';
-import { ProblemError } from '../http/problem';
+import { ProblemError } from '../problems/problem-error';
 import type { TaskRegistry } from './task-registry';
 import type { TaskType } from './task-type';
 

@@ -1,4 +1,4 @@
-import type { ProblemDetail } from '../http/problem';
+import type { ProblemDetail } from '../problems/problem-detail';
 import type { StoredResource } from '../resources/resource-store';
 
 /** What a task's handler gets: its input, an AbortSignal, and ways to report. */

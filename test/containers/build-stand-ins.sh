@@ -7,7 +7,7 @@
 #   confluentinc/cp-kafka:<tag>   the same, with the entry point @testcontainers/kafka runs
 #   node:<tag of the Dockerfile>  Debian bookworm with this machine's node, npm and corepack
 # They are NOT the official images: with Docker and a registry, the real ones are pulled instead.
-# The versions come from src/kafka/kafka-version.ts and the Dockerfile's FROM line.
+# The versions come from src/embedded-kafka/kafka-version.ts and the Dockerfile's FROM line.
 #
 # Cache (outside the repository): $HOOKSTREAM_CACHE_DIR/images (default ~/.cache/hookstream/images)
 # holds the debootstrap root filesystem and the resolved jars; the images live in podman's storage
@@ -25,7 +25,7 @@ for cmd in podman debootstrap mvn node tar sha256sum; do
   command -v "$cmd" >/dev/null || { echo "build-stand-ins: $cmd is not installed" >&2; exit 2; }
 done
 
-const() { sed -n "s/^export const $1 = '\\(.*\\)';\$/\\1/p" "$root/src/kafka/kafka-version.ts"; }
+const() { sed -n "s/^export const $1 = '\\(.*\\)';\$/\\1/p" "$root/src/embedded-kafka/kafka-version.ts"; }
 kafka_version="$(const KAFKA_VERSION)"
 cp_image="$(const CP_KAFKA_IMAGE)"
 node_image="$(awk '$1 == "FROM" { print $2; exit }' "$root/Dockerfile")"

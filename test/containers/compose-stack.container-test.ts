@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { parse } from 'yaml';
-import { APACHE_KAFKA_IMAGE } from '../../src/kafka/kafka-version';
+import { APACHE_KAFKA_IMAGE } from '../../src/embedded-kafka/kafka-version';
 import { http } from '../support/http';
 import { engineEnv, freePort, must, root, run, skipReason, until } from './engine';
 import { HealthTicker } from './health-ticker';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { javaMajorVersion } from '../../src/kafka/local-broker-jars';
+import { javaMajorVersion } from '../../src/embedded-kafka/local-broker-jars';
 import { topicNames } from '../../src/kafka/topics';
 import { ChaosReceiver } from '../support/chaos-receiver';
 import { startChildService, type ChildService } from '../support/child-service';

@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
-import { javaMajorVersion } from '../../src/kafka/local-broker-jars';
-import { startLocalBroker, type LocalBroker } from '../../src/kafka/local-broker';
+import { javaMajorVersion } from '../../src/embedded-kafka/local-broker-jars';
+import { startLocalBroker, type LocalBroker } from '../../src/embedded-kafka/local-broker';
 import { createLogger } from '../../src/logger';
 import { startService, type RunningService } from '../../src/service';
 import { http } from '../support/http';
-import { testConfig, uniquePrefix } from '../support/test-service';
+import { EXAMPLE_SERVICE, testConfig, uniquePrefix } from '../support/test-service';
 
 /*
  * Stops a real broker under a running api. The shared test broker must stay
@@ -27,7 +27,7 @@ maybe('Kafka down under a running api', () => {
   beforeAll(async () => {
     broker = await startLocalBroker({ cacheDir, persistent: true, dataDir });
     const config = testConfig(uniquePrefix('outage'), { KAFKA_BROKERS: broker.bootstrap, KAFKA_TIMEOUT_MS: '3000' });
-    api = await startService({ config, brokers: [broker.bootstrap], logger: createLogger(config.logLevel), role: 'all' });
+    api = await startService({ config, brokers: [broker.bootstrap], logger: createLogger(config.logLevel), role: 'all', ...EXAMPLE_SERVICE });
   }, 120000);
 
   afterAll(async () => {

@@ -5,7 +5,7 @@ import { buildApp } from '../../src/app';
 import { createLogger } from '../../src/logger';
 import { startService, type RunningService } from '../../src/service';
 import { http, type HttpResult, type RequestOptions } from '../support/http';
-import { TENANT_A_KEY, testBrokers, testConfig, uniquePrefix } from '../support/test-service';
+import { EXAMPLE_SERVICE, TENANT_A_KEY, testBrokers, testConfig, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
 
 /*
@@ -25,7 +25,7 @@ let base: string;
 beforeAll(async () => {
   const config = testConfig(uniquePrefix('hostile'), { LOG_LEVEL: 'info' });
   const logger = createLogger('info', 'hostile-input', { write: (line: string) => { logLines.push(line); } });
-  service = await startService({ config, brokers: testBrokers(), logger, role: 'all' });
+  service = await startService({ config, brokers: testBrokers(), logger, role: 'all', ...EXAMPLE_SERVICE });
   base = service.url;
 });
 afterAll(() => service.stop());

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROBLEM_TYPES, problemType, type ProblemKind } from '../../src/http/problem-types';
+import { PROBLEM_TYPES, problemType, type ProblemKind } from '../../src/problems/problem-types';
 
 describe('the problem-type catalogue', () => {
   const doc = readFileSync(join(__dirname, '../../docs/problems.md'), 'utf8');

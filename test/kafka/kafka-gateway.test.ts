@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { createLogger } from '../../src/logger';
 import { connectKafka, type KafkaGateway } from '../../src/kafka/kafka-gateway';
-import { KAFKA_VERSION } from '../../src/kafka/kafka-version';
-import type { IncomingRecord } from '../../src/kafka/types';
+import { KAFKA_VERSION } from '../../src/embedded-kafka/kafka-version';
+import type { IncomingRecord, ViewSpec } from '../../src/kafka/types';
 import { testBrokers, uniquePrefix } from '../support/test-service';
 
 const logger = createLogger('silent');
+const decodeN = (v: string) => JSON.parse(v) as { n: number };
+const N_IN_RESOURCES: ViewSpec<{ n: number }> = { topic: 'resources', decode: decodeN };
+const N_IN_SUBSCRIPTIONS: ViewSpec<{ n: number }> = { topic: 'subscriptions', decode: decodeN };
 
 describe('the Kafka module on the real broker', () => {
   let kafka: KafkaGateway;
@@ -52,7 +55,7 @@ describe('the Kafka module on the real broker', () => {
   });
 
   test('a state view reads its own writes and applies tombstones', async () => {
-    const view = await kafka.view(kafka.topics.resources, (v) => JSON.parse(v) as { n: number });
+    const view = await kafka.view(N_IN_RESOURCES);
     expect(view.caughtUp).toBe(true);
     const written = await kafka.publisher.publish([{ topic: kafka.topics.resources, key: 'a', value: '{"n":1}' }]);
     await view.waitFor(written, 10000);
@@ -63,7 +66,13 @@ describe('the Kafka module on the real broker', () => {
 
   test('a second view started later replays the compacted topic to the same state', async () => {
     await kafka.publisher.publish([{ topic: kafka.topics.subscriptions, key: 's1', value: '{"n":7}' }]);
-    const view = await kafka.view(kafka.topics.subscriptions, (v) => JSON.parse(v) as { n: number });
+    const view = await kafka.view(N_IN_SUBSCRIPTIONS);
     expect(view.get('s1')).toEqual({ n: 7 });
+  });
+
+  test('a topic has one view: the same spec shares it, another decoder is refused', async () => {
+    expect(await kafka.view(N_IN_RESOURCES)).toBe(await kafka.view(N_IN_RESOURCES));
+    const other: ViewSpec<string> = { topic: 'resources', decode: (v) => v };
+    expect(() => kafka.view(other)).toThrow(/open already, with another decoder/);
   });
 });

@@ -8,9 +8,9 @@ import {
 } from 'kafkajs';
 import { ConfigError, loadConfig } from '../../src/config';
 import { KafkaUnavailableError } from '../../src/kafka/types';
-import { KAFKA_VERSION } from '../../src/kafka/kafka-version';
-import { startFailure, startLocalBroker, type LocalBroker } from '../../src/kafka/local-broker';
-import { javaMajorVersion, resolveBrokerJars } from '../../src/kafka/local-broker-jars';
+import { KAFKA_VERSION } from '../../src/embedded-kafka/kafka-version';
+import { startFailure, startLocalBroker, type LocalBroker } from '../../src/embedded-kafka/local-broker';
+import { javaMajorVersion, resolveBrokerJars } from '../../src/embedded-kafka/local-broker-jars';
 import { acquirePidLock, LockHeldError } from '../../src/lib/pid-lock';
 import { createLogger } from '../../src/logger';
 import { brokersUnreachable } from '../../src/startup/broker-reachable';

@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
-import { formatStorage, serverProperties } from '../../src/kafka/local-broker';
-import { javaMajorVersion, resolveBrokerJars } from '../../src/kafka/local-broker-jars';
+import { formatStorage, serverProperties } from '../../src/embedded-kafka/local-broker';
+import { javaMajorVersion, resolveBrokerJars } from '../../src/embedded-kafka/local-broker-jars';
 import { startChildService } from '../support/child-service';
 import { uniquePrefix } from '../support/test-service';
 
@@ -51,7 +51,7 @@ describe('process lifecycle', () => {
 
   withJava('a crashed parent (SIGKILL) leaves no orphaned Kafka JVM', async () => {
     const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-orphan-'));
-    const script = `require(${JSON.stringify(join(DIST, 'kafka/local-broker.js'))}).startLocalBroker({ cacheDir: ${JSON.stringify(cacheDir)}, persistent: false })` +
+    const script = `require(${JSON.stringify(join(DIST, 'embedded-kafka/local-broker.js'))}).startLocalBroker({ cacheDir: ${JSON.stringify(cacheDir)}, persistent: false })` +
       '.then((b) => { console.log("watchdog=" + b.pid); setInterval(() => {}, 1000); });';
     const parent = run(['-e', script], {});
     try {

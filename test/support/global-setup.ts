@@ -1,6 +1,6 @@
 import { loadConfig } from '../../src/config';
-import { CP_KAFKA_IMAGE } from '../../src/kafka/kafka-version';
-import { startLocalBroker } from '../../src/kafka/local-broker';
+import { CP_KAFKA_IMAGE } from '../../src/embedded-kafka/kafka-version';
+import { startLocalBroker } from '../../src/embedded-kafka/local-broker';
 
 /**
  * One broker for the whole run: an explicit KAFKA_BROKERS wins; else, with
@@ -34,7 +34,7 @@ export default async function globalSetup(): Promise<void> {
     // KafkaContainer gives the offsets topic one replica but leaves the transaction log at 3
     // replicas, which one broker cannot create (every transactional write fails), and at 50
     // partitions, slow enough to create that a first transaction can time out finding its
-    // coordinator. These match the embedded broker (src/kafka/local-broker.ts).
+    // coordinator. These match the embedded broker (src/embedded-kafka/local-broker.ts).
     const container = await new KafkaContainer(CP_KAFKA_IMAGE).withKraft().withEnvironment({
       KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1',
       KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS: '3',

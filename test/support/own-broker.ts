@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
-import { startLocalBroker, type LocalBroker } from '../../src/kafka/local-broker';
+import { startLocalBroker, type LocalBroker } from '../../src/embedded-kafka/local-broker';
 import { until } from './until';
 
 /**

@@ -1,3 +1,5 @@
+import { CONSUMER_ROLES } from '../../consumers/roles';
+import { exampleResources, exampleTaskTypes } from '../../src/examples';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config, type Role } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -32,6 +34,9 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
   });
 }
 
+/** What src/main.ts registers and runs: the example domain and task types, and every consumer role. */
+export const EXAMPLE_SERVICE = { resources: exampleResources, taskTypes: exampleTaskTypes, consumers: CONSUMER_ROLES };
+
 /**
  * Starts the service in this process as `main` does: patiently, so a first write that times out on a machine
  * whose cores are both busy is tried again instead of failing the test's setup.
@@ -39,7 +44,7 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
 export async function startTestService(prefix: string, options: { role?: Role; env?: Record<string, string> } = {}): Promise<RunningService> {
   const config = testConfig(prefix, options.env);
   const logger = createLogger(config.logLevel);
-  return waitForKafka(() => startService({ config, brokers: testBrokers(), logger, role: options.role }), {
+  return waitForKafka(() => startService({ config, brokers: testBrokers(), logger, role: options.role, ...EXAMPLE_SERVICE }), {
     brokers: testBrokers(), timeoutMs: config.kafkaStartupTimeoutMs, signal: new AbortController().signal, logger,
     progress: () => undefined, discard: (service) => service.stop(),
   });

@@ -1,4 +1,4 @@
-import { decodeIdempotencyRecord, IdempotencyKeys, type IdempotencyRecord } from '../../src/http/idempotency-keys';
+import { decodeIdempotencyRecord, IdempotencyKeys, type IdempotencyRecord } from '../../src/idempotency/idempotency-keys';
 import {
   KafkaUnavailableError, type OutgoingRecord, type PublishOptions, type Publisher, type RecordPosition,
 } from '../../src/kafka/types';

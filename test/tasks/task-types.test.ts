@@ -1,6 +1,6 @@
 import type { RunningService } from '../../src/service';
-import { countdown } from '../../src/tasks/types/countdown';
-import { orderReport } from '../../src/tasks/types/order-report';
+import { countdown } from '../../src/examples/countdown';
+import { orderReport } from '../../src/examples/order-report';
 import { http } from '../support/http';
 import { startTestService, uniquePrefix } from '../support/test-service';
 

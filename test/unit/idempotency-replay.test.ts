@@ -1,4 +1,4 @@
-import { IdempotencyKeys, type IdempotencyRecord } from '../../src/http/idempotency-keys';
+import { IdempotencyKeys, type IdempotencyRecord } from '../../src/idempotency/idempotency-keys';
 import { createLogger } from '../../src/logger';
 import { FakePublisher, FakeView } from './fakes';
 

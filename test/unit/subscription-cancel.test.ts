@@ -1,4 +1,3 @@
-import { DeliveryHistory, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { CANCEL_SETTLE_MS } from '../../src/subscriptions/subscription-lease';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
@@ -11,9 +10,7 @@ import { FakePublisher, FakeView } from './fakes';
 function store() {
   const view = new FakeView<Subscription>();
   const publisher = new FakePublisher();
-  const s = new SubscriptionStore({
-    view, publisher, topic: 'subs', timeoutMs: 3000, history: new DeliveryHistory(new FakeView<DeliveryAttempt>()),
-  });
+  const s = new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 3000 });
   return { view, publisher, store: s };
 }
 

@@ -1,7 +1,7 @@
 import { startTaskRunner } from '../../consumers/task-runner/task-runner';
 import type { FencingPublisher, GroupConsumerOptions, IncomingRecord, OutgoingRecord, RecordPosition } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
-import { exampleTaskTypes } from '../../src/tasks/example-task-types';
+import { exampleTaskTypes } from '../../src/examples';
 import { TaskRegistry } from '../../src/tasks/task-registry';
 import type { TaskRecord } from '../../src/tasks/task-snapshot';
 import { FakeView } from './fakes';

@@ -1,65 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { KafkaUnavailableError } from '../kafka/types';
-import { PROBLEM_TYPES, problemType, type ProblemKind } from './problem-types';
+import { fieldErrors, problem } from '../problems/problem-detail';
+import { problemKindOf, ProblemError } from '../problems/problem-error';
+import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
-
-export interface ProblemDetail {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  instance?: string;
-  logref?: string;
-  errors?: ProblemDetail[];
-  processed?: unknown;
-  [extension: string]: unknown;
-}
-
-/** A Problem Detail for one kind; `status` follows the kind unless given. */
-export function problem(kind: ProblemKind, detail: string, extra: Partial<ProblemDetail> = {}): ProblemDetail {
-  const { status, title } = PROBLEM_TYPES[kind];
-  return { type: problemType(kind), title, status, detail, ...extra };
-}
-
-export interface ProblemErrorOptions {
-  errors?: ProblemDetail[];
-  processed?: unknown;
-  status?: number;
-  headers?: Record<string, string>;
-  extensions?: Record<string, unknown>;
-}
-
-/** Thrown anywhere in a request; the problem plugin turns it into the response. */
-export class ProblemError extends Error {
-  constructor(readonly kind: ProblemKind, readonly detail: string, readonly options: ProblemErrorOptions = {}) {
-    super(detail);
-    this.name = 'ProblemError';
-  }
-
-  get status(): number {
-    return this.options.status ?? PROBLEM_TYPES[this.kind].status;
-  }
-}
-
-interface AjvLikeError {
-  instancePath?: string;
-  keyword?: string;
-  message?: string;
-  params?: Record<string, unknown>;
-}
-
-/** One `errors[]` entry per offending field, `instance` a JSON pointer to it. */
-export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[] {
-  return errors.map((e) => {
-    const missing = e.keyword === 'required' ? `/${String(e.params?.missingProperty)}` : '';
-    const extra = e.keyword === 'additionalProperties' ? `/${String(e.params?.additionalProperty)}` : '';
-    const pointer = `${prefix}${e.instancePath ?? ''}${missing}${extra}` || '/';
-    const detail = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
-    return problem('invalid-field', `${pointer} ${detail}`, { instance: pointer });
-  });
-}
 
 const FRAMEWORK_ERRORS: Record<string, ProblemKind> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported-media-type',
@@ -70,23 +15,30 @@ const FRAMEWORK_ERRORS: Record<string, ProblemKind> = {
   FST_ERR_BAD_URL: 'bad-request',
 };
 
-const FRAMEWORK_DETAILS: Partial<Record<ProblemKind, string>> = {
+/** What a client is told for a problem raised below the HTTP layer or by Fastify, whose own message stays in the log. */
+const PUBLIC_DETAILS: Partial<Record<ProblemKind, string>> = {
   'malformed-body': 'The body is not valid JSON.',
   'unsupported-media-type': 'Send the body as application/json (or application/hal+json; application/merge-patch+json for PATCH).',
+  'kafka-unavailable': 'Kafka is not reachable right now; retry later.',
+};
+
+const PROBLEM_HEADERS: Partial<Record<ProblemKind, Record<string, string>>> = {
+  'kafka-unavailable': { 'retry-after': '5' },
 };
 
 function toProblemError(err: FastifyError | Error): ProblemError | undefined {
   if (err instanceof ProblemError) return err;
-  if (err instanceof KafkaUnavailableError) {
-    return new ProblemError('kafka-unavailable', 'Kafka is not reachable right now; retry later.', { headers: { 'retry-after': '5' } });
-  }
+  const carried = problemKindOf(err);
+  if (carried) return new ProblemError(carried, PUBLIC_DETAILS[carried] ?? PROBLEM_TYPES[carried].title, {
+    headers: PROBLEM_HEADERS[carried],
+  });
   const fe = err as FastifyError;
   if (fe.validation) {
     const where = fe.validationContext === 'body' ? '' : `/${fe.validationContext ?? 'request'}`;
     return new ProblemError('validation-failed', 'The request has invalid values; see errors.', { errors: fieldErrors(fe.validation, where) });
   }
   const kind = fe.code ? FRAMEWORK_ERRORS[fe.code] : undefined;
-  if (kind) return new ProblemError(kind, FRAMEWORK_DETAILS[kind] ?? fe.message);
+  if (kind) return new ProblemError(kind, PUBLIC_DETAILS[kind] ?? fe.message);
   if (err instanceof SyntaxError && fe.statusCode === 400) return new ProblemError('malformed-body', 'The body is not valid JSON.');
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     return new ProblemError('bad-request', fe.message, { status: fe.statusCode });

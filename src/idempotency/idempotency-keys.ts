@@ -1,10 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { writeThenRead } from '../kafka/read-your-writes';
-import type { OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView } from '../kafka/types';
+import type {
+  OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView, ViewSource, ViewSpec,
+} from '../kafka/types';
 import { Deadline } from '../lib/deadline';
 import type { Logger } from '../logger';
-import type { ProblemDetail } from './problem';
+import type { ProblemDetail } from '../problems/problem-detail';
 
 /** How long a key is remembered after its request created something (the IETF draft leaves it to the server). */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600 * 1000;
@@ -38,6 +40,8 @@ export function decodeIdempotencyRecord(value: string): IdempotencyRecord {
   }
   return parsed;
 }
+
+const IDEMPOTENCY_KEYS_VIEW: ViewSpec<IdempotencyRecord> = { topic: 'idempotencyKeys', decode: decodeIdempotencyRecord };
 
 export type KeyDecision =
   | { kind: 'replay'; answer: StoredAnswer }
@@ -102,6 +106,11 @@ export class IdempotencyKeys {
   private readonly context = new AsyncLocalStorage<Context>();
   readonly claimTtlMs: number;
   private sweeper: NodeJS.Timeout | undefined;
+
+  /** The keys on this process's view of the idempotency-keys topic. */
+  static async open(views: ViewSource, deps: Omit<IdempotencyKeysDeps, 'view'>): Promise<IdempotencyKeys> {
+    return new IdempotencyKeys({ ...deps, view: await views.view(IDEMPOTENCY_KEYS_VIEW) });
+  }
 
   constructor(private readonly deps: IdempotencyKeysDeps) {
     this.claimTtlMs = 2 * deps.timeoutMs + 5000;

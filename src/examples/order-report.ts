@@ -1,5 +1,5 @@
-import { sleep } from '../../lib/abortable-sleep';
-import { defineTaskType } from '../task-type';
+import { sleep } from '../lib/abortable-sleep';
+import { defineTaskType } from '../tasks/task-type';
 
 interface OrderReportInput {
   /** only orders with these statuses; all when absent */

@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { fieldErrors, ProblemError, type ProblemDetail } from './problem';
+import { fieldErrors, type ProblemDetail } from './problem-detail';
+import { ProblemError } from './problem-error';
 
 /*
  * Bodies are validated with our own ajv: no type coercion ("42" is not a

@@ -1,5 +1,5 @@
-import { sleep } from '../../lib/abortable-sleep';
-import { defineTaskType, TaskProblem } from '../task-type';
+import { sleep } from '../lib/abortable-sleep';
+import { defineTaskType, TaskProblem } from '../tasks/task-type';
 
 interface CountdownInput {
   steps: number;

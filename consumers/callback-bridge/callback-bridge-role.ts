@@ -1,0 +1,25 @@
+import type { ConsumerRole } from '../../src/service';
+import { SUBSCRIPTIONS_VIEW } from '../../src/subscriptions/subscription';
+import { startCallbackBridge } from './callback-bridge';
+
+/** The bridge role: wires the callback bridge from the process's kernel. */
+export const callbackBridgeRole: ConsumerRole = {
+  role: 'bridge',
+  async start({ kafka, config, logger, publicUrl, metrics, tracer }) {
+    await startCallbackBridge({
+      runGroupConsumer: (o) => kafka.runGroupConsumer(o),
+      publisher: kafka.publisher,
+      logger,
+      topics: kafka.topics,
+      subscriptions: await kafka.view(SUBSCRIPTIONS_VIEW),
+      groupId: `${config.topicPrefix}callback-bridge`,
+      allowPrivate: config.callbacks.allowPrivate,
+      concurrency: config.callbacks.concurrency,
+      callbacks: config.callbacks,
+      kafkaTimeoutMs: config.kafkaTimeoutMs,
+      publicUrl,
+      metrics,
+      tracer,
+    });
+  },
+};
