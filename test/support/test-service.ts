@@ -41,10 +41,14 @@ export const EXAMPLE_SERVICE = { resources: exampleResources, taskTypes: example
  * Starts the service in this process as `main` does: patiently, so a first write that times out on a machine
  * whose cores are both busy is tried again instead of failing the test's setup.
  */
-export async function startTestService(prefix: string, options: { role?: Role; env?: Record<string, string> } = {}): Promise<RunningService> {
+export async function startTestService(
+  prefix: string,
+  options: { role?: Role; env?: Record<string, string>; registers?: Partial<typeof EXAMPLE_SERVICE> } = {},
+): Promise<RunningService> {
   const config = testConfig(prefix, options.env);
   const logger = createLogger(config.logLevel);
-  return waitForKafka(() => startService({ config, brokers: testBrokers(), logger, role: options.role, ...EXAMPLE_SERVICE }), {
+  const parts = { ...EXAMPLE_SERVICE, ...options.registers };
+  return waitForKafka(() => startService({ config, brokers: testBrokers(), logger, role: options.role, ...parts }), {
     brokers: testBrokers(), timeoutMs: config.kafkaStartupTimeoutMs, signal: new AbortController().signal, logger,
     progress: () => undefined, discard: (service) => service.stop(),
   });
