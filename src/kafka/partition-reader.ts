@@ -5,6 +5,7 @@ import { recoverFromFatalCrash } from './crash-recovery';
 import {
   KafkaUnavailableError, type IncomingRecord, type PartitionReader, type PartitionReadOptions, type PartitionReading,
 } from './types';
+import { withKafkaTimeout } from './kafka-timeout';
 
 /** kafkajs heartbeats only between handler calls: a handler held by a slow receiver heartbeats itself this often. */
 const HEARTBEAT_WHILE_HELD_MS = 3000;
@@ -18,13 +19,6 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new KafkaUnavailableError(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /**
  * One reading of one partition. kafkajs has no `assign`, so the reader is the
@@ -57,7 +51,7 @@ class Reading implements PartitionReading {
       let joined: () => void = () => undefined;
       const join = new Promise<void>((resolve) => { joined = resolve; });
       const what = `reader of ${this.options.topic}/${this.options.partition}`;
-      await withTimeout(this.consume(joined).then(() => join), timeoutMs, what);
+      await withKafkaTimeout(this.consume(joined).then(() => join), timeoutMs, what);
     } catch (err) {
       await this.stop();
       if (err instanceof KafkaUnavailableError) throw err;
@@ -197,7 +191,7 @@ export class KafkaPartitionReader implements PartitionReader {
   }
 
   async endOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
-    const offsets = await withTimeout(this.admin.fetchTopicOffsets(topic), timeoutMs, `end offsets of ${topic}`);
+    const offsets = await withKafkaTimeout(this.admin.fetchTopicOffsets(topic), timeoutMs, `end offsets of ${topic}`);
     const found = offsets.find((o) => o.partition === partition);
     if (!found) throw new Error(`${topic} has no partition ${partition}`);
     return found.high;

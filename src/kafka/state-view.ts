@@ -3,6 +3,7 @@ import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
 import { KafkaUnavailableError, type RecordPosition, type StateView } from './types';
+import { withKafkaTimeout } from './kafka-timeout';
 
 interface Waiter {
   /** partition → offset the view must have consumed past */
@@ -171,7 +172,7 @@ export class KafkaStateView<T> implements StateView<T> {
   private async latestWithin(deadline: number): Promise<Map<number, bigint>> {
     for (let failures = 1; ; failures += 1) {
       try {
-        return await withTimeout(this.latestOffsets(), Math.max(1, deadline - Date.now()), `offsets of ${this.topic}`);
+        return await withKafkaTimeout(this.latestOffsets(), Math.max(1, deadline - Date.now()), `offsets of ${this.topic}`);
       } catch (err) {
         const delay = Math.min(500, 25 * 2 ** failures);
         if (this.stopped || Date.now() + delay >= deadline) throw err;
@@ -254,10 +255,3 @@ export class KafkaStateView<T> implements StateView<T> {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new KafkaUnavailableError(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
