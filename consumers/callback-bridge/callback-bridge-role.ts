@@ -1,5 +1,5 @@
 import type { ConsumerRole } from '../../src/service';
-import { SUBSCRIPTIONS_VIEW } from '../../src/subscriptions/subscription';
+import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { startCallbackBridge } from './callback-bridge';
 
 /** The bridge role: wires the callback bridge from the process's kernel. */
@@ -11,7 +11,9 @@ export const callbackBridgeRole: ConsumerRole = {
       publisher: kafka.publisher,
       logger,
       topics: kafka.topics,
-      subscriptions: await kafka.view(SUBSCRIPTIONS_VIEW),
+      subscriptions: await SubscriptionStore.open(kafka, {
+        publisher: kafka.publisher, topic: kafka.topics.subscriptions, timeoutMs: config.kafkaTimeoutMs,
+      }),
       groupId: `${config.topicPrefix}callback-bridge`,
       allowPrivate: config.callbacks.allowPrivate,
       concurrency: config.callbacks.concurrency,

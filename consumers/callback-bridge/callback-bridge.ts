@@ -89,8 +89,8 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
         // Everything committed before the event is applied: a subscription made just before it (or with it, in the
         // same transaction as a task's first event) is matched.
         // +1: a sync begun in the same millisecond may have read the end offsets before the commit.
-        await deps.subscriptions.syncedSince(receivedAt + 1, deps.kafkaTimeoutMs);
-        return [...deps.subscriptions.values()].filter((s) => wants(s, e));
+        await deps.subscriptions.view.syncedSince(receivedAt + 1, deps.kafkaTimeoutMs);
+        return [...deps.subscriptions.view.values()].filter((s) => wants(s, e));
       } catch (err) {
         const retryInMs = retryDelayMs(failures, 100, 5000);
         logger.warn({ err, retryInMs }, 'could not sync the subscriptions view; trying again');

@@ -1,5 +1,5 @@
 import type { Agent } from 'undici';
-import type { OutgoingRecord, Publisher, StateView } from '../../src/kafka/types';
+import type { OutgoingRecord, Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
@@ -7,18 +7,20 @@ import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { formatTraceparent, parseTraceparent } from '../../src/tracing/trace-context';
 import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
-import type { CancelReason, Subscription } from '../../src/subscriptions/subscription';
+import type { CancelReason } from '../../src/subscriptions/subscription';
 import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
+import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 
 export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
 
 export interface LaneDeps {
   publisher: Publisher;
-  subscriptions: StateView<Subscription>;
+  /** the api's store: the bridge reads subscriptions from it and ends them through it, one writer of the format */
+  subscriptions: SubscriptionStore;
   agent: Agent;
   logger: Logger;
-  topics: { subscriptions: string; deliveries: string; callbackDeadLetters: string };
+  topics: { deliveries: string; callbackDeadLetters: string };
   callbacks: { timeoutMs: number; maxAttempts: number; backoffBaseMs: number; backoffMaxMs: number };
   kafkaTimeoutMs: number;
   metrics?: Pick<ServiceMetrics, 'callbackAttempt'>;
@@ -128,7 +130,7 @@ export class DeliveryLane {
     writes.push(recorded);
     const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
     const reason = ends[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
-    if (reason) await this.untilDone(signal, 'end the subscription', () => this.end(sub, reason));
+    if (reason) await this.untilDone(signal, 'end the subscription', () => this.deps.subscriptions.end(sub, reason));
     return result;
   }
 
@@ -138,7 +140,7 @@ export class DeliveryLane {
    * early, so a busy lane seldom waits for one.
    */
   private async freshSubscriptions(signal: AbortSignal): Promise<void> {
-    const view = this.deps.subscriptions;
+    const view = this.deps.subscriptions.view;
     void view.syncedSince(Date.now() - SUBSCRIPTIONS_LEASE_MS / 2, this.deps.kafkaTimeoutMs).catch(() => undefined);
     for (;;) {
       const since = Date.now() - SUBSCRIPTIONS_LEASE_MS;
@@ -146,12 +148,6 @@ export class DeliveryLane {
       // A sync that took a while may have begun more than a lease before now: then ask again.
       if (Date.now() - SUBSCRIPTIONS_LEASE_MS <= since + LEASE_SLACK_MS) return;
     }
-  }
-
-  private async end(sub: Subscription, reason: CancelReason): Promise<void> {
-    const ended: Subscription = { ...sub, status: 'cancelled', cancelReason: reason, updatedAt: new Date().toISOString() };
-    const positions = await this.deps.publisher.publish([{ topic: this.deps.topics.subscriptions, key: sub.id, value: JSON.stringify(ended) }]);
-    await this.deps.subscriptions.waitFor(positions, this.deps.kafkaTimeoutMs);
   }
 
   private async deadLetter(message: CallbackParts, attempts: number, lastError: string, signal: AbortSignal): Promise<void> {

@@ -6,13 +6,14 @@ import {
 } from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { FakePublisher, FakeView } from './fakes';
+import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 
 /*
  * The lane's contract without Kafka or sockets: fakes of the project's own
  * ports (publisher, subscriptions view) and undici's MockAgent as the receiver.
  */
 const ORIGIN = 'http://receiver.test';
-const topics = { subscriptions: 'subs', deliveries: 'deliveries', callbackDeadLetters: 'dlq' };
+const topics = { deliveries: 'deliveries', callbackDeadLetters: 'dlq' };
 
 function subscription(id: string, mode: Subscription['mode'] = 'continuous'): Subscription {
   const now = new Date().toISOString();
@@ -24,8 +25,9 @@ function setup(maxAttempts = 5) {
   agent.disableNetConnect();
   const publisher = new FakePublisher();
   const subscriptions = new FakeView<Subscription>();
+  const store = new SubscriptionStore({ view: subscriptions, publisher, topic: 'subs', timeoutMs: 1000 });
   const deps: LaneDeps = {
-    publisher, subscriptions, agent: agent as unknown as Agent, logger: createLogger('silent'), topics,
+    publisher, subscriptions: store, agent: agent as unknown as Agent, logger: createLogger('silent'), topics,
     callbacks: { timeoutMs: 1000, maxAttempts, backoffBaseMs: 1, backoffMaxMs: 5 }, kafkaTimeoutMs: 1000,
   };
   return { agent, publisher, subscriptions, deps };
