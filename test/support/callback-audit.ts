@@ -1,4 +1,4 @@
-import { webhookId } from '../../consumers/callback-bridge/callback-bridge';
+import { webhookId } from '../../consumers/callback-bridge/bridge-event';
 import type { Delivery } from './chaos-receiver';
 import type { LoggedEvent } from './task-event-log';
 
