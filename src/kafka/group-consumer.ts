@@ -3,6 +3,7 @@ import { pause } from '../lib/abortable-sleep';
 import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
+import { PartitionProgress } from './partition-progress';
 import type { GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
 
 /** The reason given to a handler's signal when its work is handed back rather than cancelled. */
@@ -11,20 +12,6 @@ export class HandBack extends Error {
     super(`work handed back: ${why}`);
     this.name = 'HandBack';
   }
-}
-
-interface PartitionWork {
-  /** offsets started but not finished */
-  pending: Map<bigint, AbortController>;
-  /** offsets finished above the committed one: a re-fetch after a rebalance must not run them again */
-  done: Set<bigint>;
-  /** one past the highest offset started */
-  next: bigint;
-  /** the offset last committed (the next one to read) */
-  committed: bigint;
-  /** the commit in flight, if any, and whether records finished since it was sent */
-  committing?: Promise<void>;
-  commitAgain?: boolean;
 }
 
 const tp = (topic: string, partition: number) => `${topic}\u0000${partition}`;
@@ -45,7 +32,7 @@ export async function runGroupConsumer(
   logger: Logger,
 ): Promise<GroupConsumerHandle> {
   let consumer: Consumer;
-  const work = new Map<string, PartitionWork>();
+  const work = new Map<string, PartitionProgress>();
   const slots = { free: options.maxInFlight, waiters: [] as (() => void)[] };
   const running = new Set<Promise<void>>();
   const commits = new Set<Promise<void>>();
@@ -55,41 +42,15 @@ export async function runGroupConsumer(
   /** per partition: its high watermark at the latest fetch, and the offset that fetch read up to (markers too) */
   const fetched = new Map<string, { topic: string; partition: number; highWatermark: bigint; to: bigint }>();
 
-  /**
-   * Commits a partition up to its oldest unfinished record. One commit per partition is in flight at a time and
-   * the next one carries everything finished meanwhile: a commit per record would flood the coordinator (and
-   * kafkajs's request queue) when records finish thousands a second.
-   */
-  function commit(topic: string, partition: number, w: PartitionWork): void {
-    if (w.committing) {
-      w.commitAgain = true;
-      return;
-    }
-    const committing = commitWhileBehind(topic, partition, w).finally(() => {
-      w.committing = undefined;
-      commits.delete(committing);
+  /** Commits a partition up to its oldest unfinished record (PartitionProgress coalesces the commits). */
+  function commit(topic: string, partition: number, progress: PartitionProgress): void {
+    const send = (offset: bigint) => consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
+    const committing = progress.commit(send, () => work.get(tp(topic, partition)) === progress)?.catch((err) => {
+      logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
     });
-    w.committing = committing;
+    if (!committing) return;
     commits.add(committing);
-  }
-
-  async function commitWhileBehind(topic: string, partition: number, w: PartitionWork): Promise<void> {
-    do {
-      w.commitAgain = false;
-      const low = w.pending.size > 0 ? [...w.pending.keys()].reduce((a, b) => (a < b ? a : b)) : w.next;
-      if (low <= w.committed) return;
-      const previous = w.committed;
-      w.committed = low;
-      for (const o of w.done) if (o < low) w.done.delete(o);
-      try {
-        await consumer.commitOffsets([{ topic, partition, offset: low.toString() }]);
-      } catch (err) {
-        // The next finished record commits again; until then a crash only re-delivers finished work.
-        if (w.committed === low) w.committed = previous;
-        logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
-        return;
-      }
-    } while (w.commitAgain && work.get(tp(topic, partition)) === w);
+    void committing.finally(() => commits.delete(committing));
   }
 
   function release(): void {
@@ -125,9 +86,7 @@ export async function runGroupConsumer(
   }
 
   function handBack(key: string, why: 'shutdown' | 'revoked'): void {
-    const w = work.get(key);
-    if (!w) return;
-    for (const ac of w.pending.values()) ac.abort(new HandBack(why));
+    work.get(key)?.handBack(new HandBack(why));
     work.delete(key);
   }
 
@@ -204,14 +163,12 @@ export async function runGroupConsumer(
     if (stopping) return;
     const key = tp(topic, partition);
     const offset = BigInt(message.offset);
-    const known = work.get(key);
-    if (known && (offset < known.committed || known.pending.has(offset) || known.done.has(offset))) return;
+    if (work.get(key)?.seen(offset)) return;
     await acquire(heartbeat);
-    const w = work.get(key) ?? { pending: new Map(), done: new Set(), next: offset, committed: -1n };
+    const w = work.get(key) ?? new PartitionProgress(offset);
     work.set(key, w);
     const ac = new AbortController();
-    w.pending.set(offset, ac);
-    if (offset + 1n > w.next) w.next = offset + 1n;
+    w.start(offset, ac);
     const record: IncomingRecord = {
       topic, partition, offset: message.offset,
       key: message.key?.toString() ?? null,
@@ -225,8 +182,7 @@ export async function runGroupConsumer(
         release();
         // A handed-back record stays uncommitted, so the next owner handles it.
         if (ac.signal.aborted || work.get(key) !== w) return;
-        w.pending.delete(offset);
-        w.done.add(offset);
+        w.finish(offset);
         commit(topic, partition, w);
       })
       .finally(() => running.delete(job));
@@ -237,7 +193,7 @@ export async function runGroupConsumer(
   function lag(): PartitionLag[] {
     return [...fetched].map(([key, f]) => {
       const w = work.get(key);
-      const from = w && w.pending.size > 0 ? [...w.pending.keys()].reduce((a, b) => (a < b ? a : b)) : f.to;
+      const from = w && w.pending.size > 0 ? w.low : f.to;
       return { topic: f.topic, partition: f.partition, lag: Math.max(0, Number(f.highWatermark - from)) };
     });
   }

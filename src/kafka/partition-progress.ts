@@ -1,0 +1,82 @@
+/**
+ * What a group member has started and finished in one partition, and how far it may commit: up to its oldest
+ * unfinished record, so a crash re-delivers everything not finished (at least once), and never a record twice while
+ * this member keeps the partition. One commit is in flight at a time; the next carries everything finished meanwhile
+ * (a commit per record would flood the coordinator, and kafkajs's request queue, at thousands of records a second).
+ */
+export class PartitionProgress {
+  /** offsets started but not finished, each with the signal that hands its work back */
+  readonly pending = new Map<bigint, AbortController>();
+  /** offsets finished above the committed one: a re-fetch after a rebalance must not run them again */
+  private readonly done = new Set<bigint>();
+  /** one past the highest offset started */
+  private next: bigint;
+  /** the offset last committed (the next one to read) */
+  private committed = -1n;
+  private committing: Promise<void> | undefined;
+  private commitAgain = false;
+
+  constructor(firstOffset: bigint) {
+    this.next = firstOffset;
+  }
+
+  /** below the committed offset, running, or finished: kafkajs re-fetched it, and it must not start again */
+  seen(offset: bigint): boolean {
+    return offset < this.committed || this.pending.has(offset) || this.done.has(offset);
+  }
+
+  start(offset: bigint, work: AbortController): void {
+    this.pending.set(offset, work);
+    if (offset + 1n > this.next) this.next = offset + 1n;
+  }
+
+  finish(offset: bigint): void {
+    this.pending.delete(offset);
+    this.done.add(offset);
+  }
+
+  /** the oldest unfinished offset, or (with none) one past the highest started: what a commit may go up to */
+  get low(): bigint {
+    return this.pending.size > 0 ? [...this.pending.keys()].reduce((a, b) => (a < b ? a : b)) : this.next;
+  }
+
+  /** Hands every unfinished record back: its handler's signal aborts with `reason`. */
+  handBack(reason: Error): void {
+    for (const work of this.pending.values()) work.abort(reason);
+  }
+
+  /**
+   * Commits up to `low` with `send`, unless a commit is in flight: then that one commits again when it is done.
+   * Resolves when this call's commits are done; a failed commit is left for the next finished record to retry.
+   * `current()` says whether this progress still belongs to the member (false once the partition was revoked).
+   */
+  commit(send: (offset: bigint) => Promise<void>, current: () => boolean): Promise<void> | undefined {
+    if (this.committing) {
+      this.commitAgain = true;
+      return undefined;
+    }
+    const committing = this.commitWhileBehind(send, current).finally(() => {
+      this.committing = undefined;
+    });
+    this.committing = committing;
+    return committing;
+  }
+
+  private async commitWhileBehind(send: (offset: bigint) => Promise<void>, current: () => boolean): Promise<void> {
+    do {
+      this.commitAgain = false;
+      const low = this.low;
+      if (low <= this.committed) return;
+      const previous = this.committed;
+      this.committed = low;
+      for (const o of this.done) if (o < low) this.done.delete(o);
+      try {
+        await send(low);
+      } catch (err) {
+        // The next finished record commits again; until then a crash only re-delivers finished work.
+        if (this.committed === low) this.committed = previous;
+        throw err;
+      }
+    } while (this.commitAgain && current());
+  }
+}

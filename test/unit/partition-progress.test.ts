@@ -1,0 +1,98 @@
+import { PartitionProgress } from '../../src/kafka/partition-progress';
+
+/** A commit sender whose calls stay open until released, recording the offsets sent. */
+function sender() {
+  const sent: bigint[] = [];
+  const open: { resolve(): void; reject(err: Error): void }[] = [];
+  const send = (offset: bigint) => {
+    sent.push(offset);
+    return new Promise<void>((resolve, reject) => open.push({ resolve, reject }));
+  };
+  return { sent, open, send };
+}
+
+const started = (p: PartitionProgress, ...offsets: number[]) => {
+  for (const o of offsets) p.start(BigInt(o), new AbortController());
+};
+
+describe('PartitionProgress', () => {
+  test('commits only up to the oldest unfinished record', async () => {
+    const p = new PartitionProgress(10n);
+    started(p, 10, 11, 12);
+    p.finish(11n);
+    p.finish(12n);
+    expect(p.low).toBe(10n);
+    p.finish(10n);
+    expect(p.low).toBe(13n);
+    const { sent, open, send } = sender();
+    const committing = p.commit(send, () => true);
+    open[0].resolve();
+    await committing;
+    expect(sent).toEqual([13n]);
+  });
+
+  test('a record below the commit, running or finished is seen; a new one is not', () => {
+    const p = new PartitionProgress(5n);
+    started(p, 5, 6);
+    p.finish(6n);
+    expect([p.seen(5n), p.seen(6n), p.seen(7n)]).toEqual([true, true, false]);
+  });
+
+  test('one commit in flight at a time; the next carries everything finished meanwhile', async () => {
+    const p = new PartitionProgress(0n);
+    started(p, 0, 1, 2);
+    const { sent, open, send } = sender();
+    p.finish(0n);
+    const first = p.commit(send, () => true);
+    p.finish(1n);
+    expect(p.commit(send, () => true)).toBeUndefined();
+    p.finish(2n);
+    expect(p.commit(send, () => true)).toBeUndefined();
+    open[0].resolve();
+    await new Promise((r) => setImmediate(r));
+    open[1].resolve();
+    await first;
+    expect(sent).toEqual([1n, 3n]);
+  });
+
+  test('a failed commit is taken back, so the next one sends the same offset again', async () => {
+    const p = new PartitionProgress(0n);
+    started(p, 0);
+    p.finish(0n);
+    const { sent, open, send } = sender();
+    const failing = p.commit(send, () => true);
+    open[0].reject(new Error('coordinator moved'));
+    await expect(failing).rejects.toThrow('coordinator moved');
+    const again = p.commit(send, () => true);
+    open[1].resolve();
+    await again;
+    expect(sent).toEqual([1n, 1n]);
+  });
+
+  test('no further commit once the partition is no longer this member\'s', async () => {
+    const p = new PartitionProgress(0n);
+    started(p, 0, 1);
+    const { sent, open, send } = sender();
+    let mine = true;
+    p.finish(0n);
+    const first = p.commit(send, () => mine);
+    p.finish(1n);
+    p.commit(send, () => mine);
+    mine = false;
+    open[0].resolve();
+    await first;
+    expect(sent).toEqual([1n]);
+  });
+
+  test('handing back aborts every unfinished record with the reason', () => {
+    const p = new PartitionProgress(0n);
+    const a = new AbortController();
+    const b = new AbortController();
+    p.start(0n, a);
+    p.start(1n, b);
+    p.finish(1n);
+    p.handBack(new Error('revoked'));
+    expect([a.signal.aborted, b.signal.aborted]).toEqual([true, false]);
+    expect((a.signal.reason as Error).message).toBe('revoked');
+  });
+});
