@@ -8,6 +8,7 @@ import tseslint from 'typescript-eslint';
  * - Dependencies point one way (DESIGN.md): consumers → src, never back. Only the entry point, src/main.ts, names the
  *   roles in consumers/ and the development broker in src/embedded-kafka/.
  * - src/problems/ is the vocabulary below everything that reports errors: no Fastify, no Kafka, no other room.
+ * - The runner and the bridge (consumers/) do not load the HTTP layer (src/http/, src/app.ts).
  */
 const KAFKAJS = { name: 'kafkajs', message: 'Only src/kafka/ imports kafkajs.' };
 const PROM_CLIENT = { name: 'prom-client', message: 'Only src/metrics/ imports prom-client.' };
@@ -19,12 +20,18 @@ const EMBEDDED = {
 };
 const FASTIFY = { group: ['fastify', 'fastify-plugin', '@fastify/*'], message: 'src/problems/ does not load Fastify.' };
 const ROOMS = { group: ['../*', '!../problems'], message: 'src/problems/ imports no other room.' };
+const HTTP = { group: ['**/src/http/*', '**/src/app'], message: 'The runner and the bridge do not load the HTTP layer.' };
 
-const restrict = ({ kafkajs = true, promClient = true, otel = true, src = false, problems = false }) => [
+const restrict = ({ kafkajs = true, promClient = true, otel = true, src = false, problems = false, consumer = false }) => [
   'error',
   {
     paths: [...(kafkajs ? [KAFKAJS] : []), ...(promClient ? [PROM_CLIENT] : [])],
-    patterns: [...(otel ? [OTEL] : []), ...(src ? [CONSUMERS, EMBEDDED] : []), ...(problems ? [FASTIFY, ROOMS] : [])],
+    patterns: [
+      ...(otel ? [OTEL] : []),
+      ...(src ? [CONSUMERS, EMBEDDED] : []),
+      ...(problems ? [FASTIFY, ROOMS] : []),
+      ...(consumer ? [HTTP, EMBEDDED] : []),
+    ],
   },
 ];
 
@@ -51,6 +58,7 @@ export default tseslint.config(
   { files: ['src/metrics/**/*.ts'], rules: { 'no-restricted-imports': restrict({ promClient: false, src: true }) } },
   { files: ['src/tracing/**/*.ts'], rules: { 'no-restricted-imports': restrict({ otel: false, src: true }) } },
   { files: ['src/problems/**/*.ts'], rules: { 'no-restricted-imports': restrict({ src: true, problems: true }) } },
+  { files: ['consumers/**/*.ts'], rules: { 'no-restricted-imports': restrict({ consumer: true }) } },
   {
     // Tests play the user's part with a plain kafkajs client, and benchmarks measure one as a baseline, on purpose.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
