@@ -1,5 +1,5 @@
 import { problem, type ProblemDetail } from '../../src/problems/problem-detail';
-import type { OutgoingRecord, PublishOptions, Publisher, StateView } from '../../src/kafka/types';
+import type { OutgoingRecord, PublishOptions, Publisher, StateView, WriteChain } from '../../src/kafka/types';
 import { writeThenRead } from '../../src/kafka/read-your-writes';
 import type { Logger } from '../../src/logger';
 import { taskEventRecords, type TaskEventKind, type TaskTopics } from '../../src/tasks/task-events';
@@ -30,15 +30,24 @@ export type Outcome =
 
 /**
  * One task's snapshot as this run sees it, and the events it publishes. Every
- * event is written with the snapshot it leads to. Intermediate events are
- * enqueued without waiting, so the publisher batches them; their order holds
- * because the publisher keeps its queue's order.
+ * event is written with the snapshot it leads to. Events before the final one
+ * (task.started included) are enqueued without waiting, so the publisher
+ * batches them with other tasks' writes; their order holds because the
+ * publisher keeps its queue's order, and they form one chain: once one of
+ * them fails, every later one (the final event too) is refused unsent, so a
+ * reader never sees a run's later event without its earlier ones.
  */
 export class TaskJournal {
   private pending: Promise<unknown>[] = [];
   private failed = false;
+  readonly chain: WriteChain = { broken: false };
 
-  constructor(private snapshot: TaskSnapshot, private readonly deps: ExecutionDeps) {}
+  /** `generation`: the publisher's initialization the run was checked under; its writes land only under it */
+  constructor(
+    private snapshot: TaskSnapshot,
+    private readonly deps: ExecutionDeps,
+    private readonly generation?: number,
+  ) {}
 
   get current(): TaskSnapshot {
     return this.snapshot;
@@ -56,7 +65,8 @@ export class TaskJournal {
   }
 
   enqueue(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): void {
-    const sent = this.deps.publisher.publish(this.next(kind, change, data)).catch(() => { this.failed = true; });
+    const options = { generation: this.generation, chain: this.chain };
+    const sent = this.deps.publisher.publish(this.next(kind, change, data), options).catch(() => { this.failed = true; });
     this.pending.push(sent);
   }
 

@@ -89,16 +89,29 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     }
   }
 
-  async function finish(job: Job, journal: TaskJournal, outcome: Outcome): Promise<void> {
+  /**
+   * Writes the final event behind the run's earlier ones, in their chain, and waits until it is in Kafka and in the
+   * view: 'retry' when an earlier write failed (the final was then refused unsent, or landed with them in one
+   * transaction whose answer was lost; the next try settles and syncs before deciding).
+   */
+  async function finish(job: Job, journal: TaskJournal, outcome: Outcome): Promise<'done' | 'retry'> {
     const status = outcome.kind === 'task.succeeded' ? 'succeeded' : outcome.kind === 'task.failed' ? 'failed' : 'cancelled';
     const change: Partial<TaskSnapshot> = { status, finishedAt: new Date().toISOString(), ...outcome.data };
     let writer = job.writer;
+    let final = journal.write(outcome.kind, change, outcome.data, { generation: writer.generation, chain: journal.chain });
+    // Awaited below in either case; it may fail while the earlier writes are awaited, which is not unhandled.
+    final.catch(() => undefined);
+    if (!(await journal.flush())) {
+      await final.catch(() => undefined);
+      writers.markUnsure(job.partition);
+      return 'retry';
+    }
     while (!job.handBack.aborted) {
       try {
-        await journal.write(outcome.kind, change, outcome.data, { generation: writer.generation });
+        await final;
         const ran = Date.now() - Date.parse(journal.current.startedAt ?? journal.current.createdAt);
         deps.metrics?.taskFinished(status, journal.current.type, Math.max(0, ran) / 1000);
-        return;
+        return 'done';
       } catch (err) {
         writers.markUnsure(job.partition);
         logger.warn({ taskId: job.taskId, err }, 'the final event may not have landed; settling it before deciding');
@@ -107,9 +120,11 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
       // failed), so the generation proves nothing now: write again only once the view, synced after the
       // publisher settled, shows no final event.
       const checked = await settledWithoutFinal(job);
-      if (!checked) return;
+      if (!checked) return 'done';
       writer = checked;
+      final = journal.write(outcome.kind, change, outcome.data, { generation: writer.generation });
     }
+    return 'done';
   }
 
   /**
@@ -135,9 +150,10 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     const type = deps.registry.get(snapshot.type);
     if (!type) throw new Error(`unknown type ${snapshot.type}`);
     const attempt = snapshot.attempt + 1;
-    const journal = new TaskJournal(snapshot, job.exec);
+    const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
     const started = { status: 'running' as const, attempt, startedAt: new Date().toISOString() };
-    await journal.write('task.started', started, { attempt, runner: deps.runnerId });
+    // Not awaited: it heads the run's chain of writes, so no later event of the run lands without it.
+    journal.enqueue('task.started', started, { attempt, runner: deps.runnerId });
     const cancel = new AbortController();
     running.set(snapshot.taskId, cancel);
     if (deps.view.get(cancelKey(snapshot.taskId))) cancel.abort(new Cancelled());
@@ -150,13 +166,12 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     try {
       const outcome = await execute(type, journal, input, signal, job.exec);
       if (outcome === 'handed-back') return 'handed-back';
-      if (!(await journal.flush())) {
-        writers.markUnsure(job.partition);
-        return 'retry';
+      if (supersededBy(deps.view, snapshot.taskId, attempt)) {
+        await journal.flush();
+        return 'done';
       }
-      if (supersededBy(deps.view, snapshot.taskId, attempt)) return 'done';
-      await finish(job, journal, outcome);
-      return job.handBack.aborted ? 'handed-back' : 'done';
+      const finished = await finish(job, journal, outcome);
+      return job.handBack.aborted ? 'handed-back' : finished;
     } finally {
       unlink();
       clearTimeout(timer);
@@ -172,13 +187,13 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
   }
 
   /** A request no run can use: it ends in task.failed with the reasons, never in silence. */
-  async function reject(job: Job, parsed: Extract<ParsedRequest, { ok: false }>, keyed: boolean): Promise<void> {
+  async function reject(job: Job, parsed: Extract<ParsedRequest, { ok: false }>, keyed: boolean): Promise<'done' | 'retry'> {
     const seen = deps.view.get(job.taskId);
     const rejected = { tenant: parsed.tenant, type: parsed.type, input: undefined };
     const snapshot = isSnapshot(seen) ? seen : await accept(job, rejected);
     const detail = keyed ? 'The task request is invalid; see errors.' : 'The task request has no valid key (task id); see errors.';
     const failure = problem('task-request-invalid', detail, { errors: parsed.errors });
-    await finish(job, new TaskJournal(snapshot, job.exec), { kind: 'task.failed', data: { problem: failure } });
+    return finish(job, new TaskJournal(snapshot, job.exec), { kind: 'task.failed', data: { problem: failure } });
   }
 
   /** One try at a request: 'retry' when a Kafka failure interrupted the run and it must run again. */
@@ -188,10 +203,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     const seen = deps.view.get(taskId);
     if (isSnapshot(seen) && isFinal(seen.status)) return 'done';
     const parsed = parseTaskRequest(record.value, deps.registry);
-    if (!parsed.ok) {
-      await reject(job, parsed, record.key === taskId);
-      return 'done';
-    }
+    if (!parsed.ok) return reject(job, parsed, record.key === taskId);
     const { request } = parsed;
     const known = isSnapshot(seen) ? seen : await snapshotOf(taskId, request.accepted, handBack);
     if (known && isFinal(known.status)) return 'done';

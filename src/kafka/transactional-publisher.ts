@@ -3,7 +3,9 @@ import type { Logger } from '../logger';
 import { producerWithCachedCoordinator } from './cached-coordinator';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
-import { KafkaUnavailableError, type FencingPublisher, type OutgoingRecord, type PublishOptions, type RecordPosition } from './types';
+import {
+  KafkaUnavailableError, type FencingPublisher, type OutgoingRecord, type PublishOptions, type RecordPosition, type WriteChain,
+} from './types';
 
 interface Pending {
   records: OutgoingRecord[];
@@ -14,6 +16,7 @@ interface Pending {
   /** ms since epoch: the caller has had its answer (503) by then, so the transaction must be over too */
   deadline: number;
   generation?: number;
+  chain?: WriteChain;
 }
 
 export interface TransactionalPublisherOptions {
@@ -83,12 +86,20 @@ export class TransactionalPublisher implements FencingPublisher {
   }
 
   private enqueue(records: OutgoingRecord[], then: Pending['then'], options: PublishOptions): Promise<RecordPosition[]> {
-    if (this.closed) return Promise.reject(new KafkaUnavailableError('publisher closed'));
-    if (!this.health.up) return Promise.reject(new KafkaUnavailableError('Kafka is not reachable'));
+    const refused = this.closed
+      ? 'publisher closed'
+      : options.chain?.broken
+        ? 'an earlier write of its chain failed'
+        : this.health.up ? undefined : 'Kafka is not reachable';
+    if (refused) {
+      if (options.chain) options.chain.broken = true;
+      return Promise.reject(new KafkaUnavailableError(refused));
+    }
     const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.options.timeoutMs, this.options.timeoutMs));
     return new Promise((resolve, reject) => {
       const pending: Pending = {
         records, then, resolve, reject, settled: false, deadline: Date.now() + timeoutMs, generation: options.generation,
+        chain: options.chain,
       };
       const timer = setTimeout(() => {
         settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${timeoutMs} ms`));
@@ -183,6 +194,8 @@ export class TransactionalPublisher implements FencingPublisher {
     for (const p of all) {
       if (p.generation !== undefined && p.generation !== this.initializations) {
         settle(p, new KafkaUnavailableError('the transactional id was initialized again since the caller checked'));
+      } else if (p.chain?.broken) {
+        settle(p, new KafkaUnavailableError('an earlier write of its chain failed'));
       }
     }
     const batch = all.filter((p) => !p.settled);
@@ -277,6 +290,8 @@ export class TransactionalPublisher implements FencingPublisher {
 function settle(p: Pending, outcome: RecordPosition[] | Error): void {
   if (p.settled) return;
   p.settled = true;
+  // Synchronously, before any later write of the chain can be sent: a gap in a task's events is never committed.
+  if (outcome instanceof Error && p.chain) p.chain.broken = true;
   if (outcome instanceof Error) p.reject(outcome);
   else p.resolve(outcome);
 }

@@ -47,6 +47,17 @@ export interface PublishOptions {
    * be sure nobody else wrote in between.
    */
   generation?: number;
+  /**
+   * Writes that must land in the order they were made, with no gap: once one
+   * of them fails (or its caller gave up on it), the later ones are refused
+   * before they are sent. A caller can then make them without awaiting each.
+   */
+  chain?: WriteChain;
+}
+
+/** See PublishOptions.chain. Marked broken by the publisher; a new chain starts whole. */
+export interface WriteChain {
+  broken: boolean;
 }
 
 /** Writes records durably (acks from all in-sync replicas). */
