@@ -1,11 +1,11 @@
 import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
+import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Logger } from '../../src/logger';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
 import { DeliveryLane, type CallbackParts, type LaneDeps } from './delivery-lanes';
-import { PartitionAdmission } from './partition-admission';
 import { createCallbackAgent } from './send-callback';
 
 export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent'> {
@@ -22,12 +22,13 @@ export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent'> {
 
 /**
  * Turns each event into callbacks for the subscriptions that want it. Events of one partition enter their lanes in
- * offset order (PartitionAdmission), which is what keeps one subscription's callbacks in order; only the deliveries
+ * offset order (admitted one after another per partition), which is what keeps one subscription's callbacks in order; only the deliveries
  * of different lanes run side by side.
  */
 export class CallbackBridge {
   private readonly lanes = new Map<string, DeliveryLane>();
-  private readonly admission = new PartitionAdmission();
+  /** per topic-partition: admission in offset order */
+  private readonly admission = new KeyedSerial();
   private readonly laneDeps: LaneDeps;
 
   constructor(
@@ -40,7 +41,8 @@ export class CallbackBridge {
 
   /** Resolves once every callback of the event is done (delivered, refused, gone or dead-lettered). */
   async onEvent(record: IncomingRecord, signal: AbortSignal): Promise<void> {
-    const deliveries = await this.admission.admit(record, () => this.admit(record, signal));
+    const partition = `${record.topic}\u0000${record.partition}`;
+    const deliveries = await this.admission.run(partition, () => this.admit(record, signal));
     await Promise.all(deliveries);
   }
 

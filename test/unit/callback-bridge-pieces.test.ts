@@ -1,6 +1,6 @@
 import { callbackBody, parseEvent, webhookId } from '../../consumers/callback-bridge/bridge-event';
-import { PartitionAdmission } from '../../consumers/callback-bridge/partition-admission';
 import type { IncomingRecord } from '../../src/kafka/types';
+import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Subscription } from '../../src/subscriptions/subscription';
 
 const record = (partition: number, offset: number, fields: Partial<IncomingRecord> = {}): IncomingRecord => ({
@@ -15,14 +15,14 @@ function gate(started: string[], name: string) {
   return { step: () => (started.push(name), done.then(() => name)), release };
 }
 
-describe('PartitionAdmission', () => {
-  test('a partition admits its records one after another, in arrival order', async () => {
-    const admission = new PartitionAdmission();
+describe('KeyedSerial (the bridge admits by partition, the runner runs by task)', () => {
+  test('a key runs its steps one after another, in the order given', async () => {
+    const admission = new KeyedSerial();
     const started: string[] = [];
     const a = gate(started, 'p0:0');
     const b = gate(started, 'p0:1');
-    const first = admission.admit(record(0, 0), a.step);
-    const second = admission.admit(record(0, 1), b.step);
+    const first = admission.run('p0', a.step);
+    const second = admission.run('p0', b.step);
     await Promise.resolve();
     expect(started).toEqual(['p0:0']);
     a.release();
@@ -32,15 +32,15 @@ describe('PartitionAdmission', () => {
     expect(started).toEqual(['p0:0', 'p0:1']);
   });
 
-  test('other partitions are not held by a slow one, and a failed admission does not stop the next', async () => {
-    const admission = new PartitionAdmission();
+  test('other keys are not held by a slow one, and a failed step does not stop the next', async () => {
+    const admission = new KeyedSerial();
     const started: string[] = [];
     const slow = gate(started, 'p0:0');
-    void admission.admit(record(0, 0), slow.step);
-    await expect(admission.admit(record(1, 0), async () => 'p1:0')).resolves.toBe('p1:0');
-    const failed = admission.admit(record(2, 0), async () => Promise.reject(new Error('sync failed')));
+    void admission.run('p0', slow.step);
+    await expect(admission.run('p1', async () => 'p1:0')).resolves.toBe('p1:0');
+    const failed = admission.run('p2', async () => Promise.reject(new Error('sync failed')));
     await expect(failed).rejects.toThrow('sync failed');
-    await expect(admission.admit(record(2, 1), async () => 'p2:1')).resolves.toBe('p2:1');
+    await expect(admission.run('p2', async () => 'p2:1')).resolves.toBe('p2:1');
     slow.release();
     await new Promise((r) => setImmediate(r));
     expect(admission.busy).toBe(0);

@@ -1,0 +1,98 @@
+import { pause } from '../../src/lib/abortable-sleep';
+import { retryDelayMs } from '../../src/lib/backoff';
+import type { Logger } from '../../src/logger';
+import type { ServiceMetrics } from '../../src/metrics/metrics';
+import type { StateView } from '../../src/kafka/types';
+import { isFinal, isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
+import type { CheckedWriter, PartitionWriters } from './partition-writers';
+import type { Outcome, TaskJournal } from './task-execution';
+
+/** The one run (or rejection) of a task that may write its final event: its partition's writer and hand-back. */
+export interface FinalJob {
+  taskId: string;
+  partition: number;
+  handBack: AbortSignal;
+  writer: CheckedWriter;
+}
+
+export interface FinalEventDeps {
+  writers: PartitionWriters;
+  view: StateView<TaskRecord>;
+  logger: Logger;
+  /** first pause before the partition's writes are settled again (it doubles, up to 10 s) */
+  firstRetryMs: number;
+  metrics?: ServiceMetrics;
+}
+
+const STATUS_OF: Record<Outcome['kind'], 'succeeded' | 'failed' | 'cancelled'> = {
+  'task.succeeded': 'succeeded',
+  'task.failed': 'failed',
+  'task.cancelled': 'cancelled',
+};
+
+/**
+ * Writes a task's final event exactly once. It is written only under the partition writer's initialization after
+ * which the view was seen to hold no final event for the task. An uncertain write (a timeout, a broker fault) is
+ * never simply repeated: the publisher settles it for good, the view is synced, and the final is written again only
+ * if it is still missing.
+ */
+export class FinalEventWriter {
+  constructor(private readonly deps: FinalEventDeps) {}
+
+  /**
+   * Writes the final event behind the run's earlier ones, in their chain, and waits until it is in Kafka and in the
+   * view: 'retry' when an earlier write failed (the final was then refused unsent, or landed with them in one
+   * transaction whose answer was lost; the next try settles and syncs before deciding).
+   */
+  async finish(job: FinalJob, journal: TaskJournal, outcome: Outcome): Promise<'done' | 'retry'> {
+    const status = STATUS_OF[outcome.kind];
+    const change: Partial<TaskSnapshot> = { status, finishedAt: new Date().toISOString(), ...outcome.data };
+    let writer = job.writer;
+    let final = journal.write(outcome.kind, change, outcome.data, { generation: writer.generation, chain: journal.chain });
+    // Awaited below in either case; it may fail while the earlier writes are awaited, which is not unhandled.
+    final.catch(() => undefined);
+    if (!(await journal.flush())) {
+      await final.catch(() => undefined);
+      this.deps.writers.markUnsure(job.partition);
+      return 'retry';
+    }
+    while (!job.handBack.aborted) {
+      try {
+        await final;
+        const ran = Date.now() - Date.parse(journal.current.startedAt ?? journal.current.createdAt);
+        this.deps.metrics?.taskFinished(status, journal.current.type, Math.max(0, ran) / 1000);
+        return 'done';
+      } catch (err) {
+        this.deps.writers.markUnsure(job.partition);
+        this.deps.logger.warn({ taskId: job.taskId, err }, 'the final event may not have landed; settling it before deciding');
+      }
+      // The failed write may have committed under this very generation (its answer or the view's wait was what
+      // failed), so the generation proves nothing now: write again only once the view, synced after the
+      // publisher settled, shows no final event.
+      const checked = await this.settledWithoutFinal(job);
+      if (!checked) return 'done';
+      writer = checked;
+      final = journal.write(outcome.kind, change, outcome.data, { generation: writer.generation });
+    }
+    return 'done';
+  }
+
+  /**
+   * Settles the partition's writes and syncs the view, again until it can say: the writer to write the final with,
+   * or undefined when the final is there or the task was handed back.
+   */
+  async settledWithoutFinal(job: FinalJob): Promise<CheckedWriter | undefined> {
+    for (let failures = 1; !job.handBack.aborted; failures += 1) {
+      try {
+        await pause(retryDelayMs(failures, this.deps.firstRetryMs / 4, 10000), job.handBack);
+        const writer = await this.deps.writers.resolved(job.partition);
+        const seen = this.deps.view.get(job.taskId);
+        return isSnapshot(seen) && isFinal(seen.status) ? undefined : writer;
+      } catch (err) {
+        if (job.handBack.aborted) return undefined;
+        this.deps.logger.warn({ taskId: job.taskId, err }, 'Kafka is not answering; the final event is decided once it does');
+      }
+    }
+    return undefined;
+  }
+}
