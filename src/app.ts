@@ -5,12 +5,14 @@ import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
 import { healthRoutes, type Readiness } from './health/health-routes';
 import { authPlugin } from './http/auth';
 import { contentNegotiationPlugin } from './http/content-negotiation';
+import { openApiDocumentRoute, openApiPlugin } from './docs/openapi-plugin';
 import { halPlugin } from './http/hal-plugin';
 import { methodsPlugin } from './http/methods';
-import { metricsPlugin } from './http/metrics-plugin';
+import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
 import { PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem-plugin';
 import { problem } from './problems/problem-detail';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
+import { serializerFactory, validatorFactory } from './http/schema-compilers';
 import { selectionPlugin } from './http/selection';
 import { tracePlugin } from './http/trace-plugin';
 import type { Logger } from './logger';
@@ -90,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // Node checks both timeouts only this often (30 s by default), which would stretch a 10 s bound to 40 s.
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
     },
+    schemaController: { compilersFactory: { buildValidator: validatorFactory(), buildSerializer: serializerFactory } },
     clientErrorHandler: (err, socket) => answerClientError(err as NodeJS.ErrnoException, socket, deps.logger),
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
     frameworkErrors: (error, request, reply) => {
@@ -100,14 +103,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   await app.register(requestIdPlugin);
+  // Before any route: every route's schema gets the conventions' parts, and is documented.
+  await app.register(openApiPlugin);
   await app.register(tracePlugin, { tracer: deps.tracer ?? PROPAGATION_ONLY });
   if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics });
   await app.register(problemPlugin);
   await app.register(methodsPlugin);
   await app.register(contentNegotiationPlugin);
   await app.register(authPlugin, { keys: deps.apiKeys.byKey });
-  await app.register(selectionPlugin);
+  // Before selection, so it sees the body as the route made it: HAL even when `fields` leaves out _links.
   await app.register(halPlugin);
+  await app.register(selectionPlugin);
+
+  // The routes, after every convention's hooks and handlers: a route takes those in force where it is registered.
+  await app.register(openApiDocumentRoute);
+  if (deps.metrics) await app.register(metricsRoute, { metrics: deps.metrics });
 
   const collections = [...(deps.resources?.registry.all() ?? []).map((r) => r.decl.collection), ...(deps.routes ?? []).flatMap((r) => r.collections)];
   await app.register(rootRoutes, { collections });

@@ -15,4 +15,5 @@ export const orders: ResourceDeclaration = {
     author: { collection: 'users', many: false },
     items: { collection: 'items', many: true },
   },
+  example: { orderNumber: 1, itemCount: 42, status: 'open', author: 'u-ada', items: ['i-widget', 'i-gadget'] },
 };

@@ -3,8 +3,10 @@ import fp from 'fastify-plugin';
 import { HAL_MEDIA_TYPE } from './hal';
 import { ProblemError } from '../problems/problem-error';
 
-const JSON_TYPES = ['application/json', HAL_MEDIA_TYPE];
-const MERGE_PATCH = 'application/merge-patch+json';
+/** What a request body may be sent as; JSON merge patch for PATCH only. */
+export const JSON_BODY_TYPES = ['application/json', HAL_MEDIA_TYPE];
+export const MERGE_PATCH_MEDIA_TYPE = 'application/merge-patch+json';
+const MERGE_PATCH = MERGE_PATCH_MEDIA_TYPE;
 /** What a 2xx answer can be; a client accepting any of these gets HAL JSON. */
 const PRODUCED = [HAL_MEDIA_TYPE, 'application/json', 'application/*', '*/*'];
 
@@ -34,7 +36,8 @@ function acceptsOurs(accept: string, extra: readonly string[]): boolean {
  */
 export const contentNegotiationPlugin = fp(async (app: FastifyInstance) => {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser([...JSON_TYPES, MERGE_PATCH], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  const parser = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, parser);
 
   app.addHook('onRequest', async (request) => {
     const accept = request.headers.accept;

@@ -83,3 +83,15 @@ export async function idempotently<T>(
       return decision.run(creation.describe, () => creation.create());
   }
 }
+
+/** The request header, as the route schemas of creating POSTs declare it (the checks above stay the handler's). */
+export const IDEMPOTENCY_KEY_HEADER = {
+  type: 'string',
+  description: 'draft-ietf-httpapi-idempotency-key-header: a quoted string of 1 to 255 characters (or a bare token). '
+    + 'The same tenant repeating the same request with the same key within 24 h gets the first answer again, '
+    + 'with Idempotent-Replayed: true; the same key with another request is 422.',
+  examples: ['"8e03978e-40d5-43e8-bc93-6894a57f9324"'],
+};
+
+/** The answer's header on a repeat. */
+export const IDEMPOTENT_REPLAYED_HEADER = { type: 'string', enum: ['true'], description: 'this answer is a repeat' };

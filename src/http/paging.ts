@@ -11,8 +11,8 @@ export const MAX_PAGE_SIZE = 100;
 export const pageQuerySchema = {
   type: 'object',
   properties: {
-    offset: { type: 'integer', minimum: 0, maximum: 1_000_000_000, default: 0 },
-    limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 },
+    offset: { type: 'integer', minimum: 0, maximum: 1_000_000_000, default: 0, description: 'items to skip' },
+    limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'items per page' },
   },
 } as const;
 

@@ -20,3 +20,14 @@ export function preferredWait(request: FastifyRequest): number | undefined {
   }
   return undefined;
 }
+
+/** The request header, as route schemas declare it. */
+export const PREFER_HEADER = {
+  type: 'string',
+  description: 'RFC 7240. `wait=N`: hold the answer until the task is final, at most N seconds '
+    + `(capped at ${MAX_WAIT_SECONDS}).`,
+  examples: ['wait=30'],
+};
+
+/** The answer's header when a wait preference was applied. */
+export const PREFERENCE_APPLIED_HEADER = { type: 'string', description: 'the wait that was applied, `wait=N`' };

@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
+import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { mergePatch } from '../http/merge-patch';
 import { ProblemError } from '../problems/problem-error';
 import { requireObjectBody } from '../problems/validation';
 import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
-import { prepareInput } from './resource-input';
+import { prepareInput, resolveRelations } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
+import { resourceRouteSchemas } from './resource-schemas';
 
 type IdParams = { Params: { id: string } };
 
@@ -14,20 +16,26 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   const { store, registry } = deps;
   const { decl } = resource;
   const path = `/${decl.collection}/:id`;
+  const schemas = resourceRouteSchemas(decl);
 
-  app.get<IdParams>(path, async (request) => representation(findOr404(store, resource, request.params.id), registry, store));
+  app.get<IdParams>(path, { schema: schemas.get }, async (request) =>
+    representation(findOr404(store, resource, request.params.id), registry, store));
 
   // Spec: PUT never creates and never updates partially; a missing field is a 400 like any invalid value.
-  app.put<IdParams>(path, async (request) => {
+  // The body's schema is the resource's own: after the 404, Fastify's verdict is the answer, then the relations.
+  app.put<IdParams>(path, { schema: schemas.replace, ...REPORTS_BODY_ERRORS }, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
-    const body = requireObjectBody(request.body);
-    const prepared = prepareInput(resource, body, store);
+    const errors = bodyErrors(request);
+    const prepared = errors.length > 0
+      ? { ok: false as const, errors }
+      : resolveRelations(resource, request.body as Record<string, unknown>, store);
     if (!prepared.ok) throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, { errors: prepared.errors });
     const [saved] = await store.write([{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }]);
     return representation(saved ?? existing, registry, store);
   });
 
-  app.patch<IdParams>(path, async (request) => {
+  // What a merge patch may hold is judged on the merged result, which the handler validates (and explains).
+  app.patch<IdParams>(path, { schema: schemas.patch, ...REPORTS_BODY_ERRORS }, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
     const patch = requireObjectBody(request.body);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store);
@@ -36,7 +44,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
     return representation(saved ?? existing, registry, store);
   });
 
-  app.delete<IdParams>(path, async (request, reply) => {
+  app.delete<IdParams>(path, { schema: schemas.remove }, async (request, reply) => {
     const existing = findOr404(store, resource, request.params.id);
     await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }]);
     return reply.code(204).send();

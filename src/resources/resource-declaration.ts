@@ -21,6 +21,8 @@ export interface ResourceDeclaration {
   relations: Record<string, Relation>;
   /** records created once, when the collection is empty at first start */
   seeds?: { id: string; fields: Record<string, unknown> }[];
+  /** a full input, as the OpenAPI document's example (else the first seed's fields) */
+  example?: Record<string, unknown>;
 }
 
 export const ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';

@@ -12,7 +12,14 @@ export type Prepared = { ok: true; data: Record<string, unknown> } | { ok: false
 export function prepareInput(resource: RegisteredResource, input: unknown, store: ResourceStore): Prepared {
   const errors = validationErrors(resource.validate, input);
   if (errors.length > 0) return { ok: false, errors };
-  const data = { ...(input as Record<string, unknown>) };
+  return resolveRelations(resource, input as Record<string, unknown>, store);
+}
+
+/** The relations of an input that matches the resource's schema, as ids; a missing target is a field error. */
+export function resolveRelations(
+  resource: RegisteredResource, input: Record<string, unknown>, store: ResourceStore,
+): Prepared {
+  const data = { ...input };
   const relationErrors: ProblemDetail[] = [];
   for (const [rel, r] of Object.entries(resource.decl.relations)) {
     if (data[rel] === undefined) continue;

@@ -4,16 +4,17 @@ import { tenantOf } from '../http/auth';
 import { halResource, link } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
-import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
+import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
+import { pageLinks, type PageQuery } from '../http/paging';
 import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
-import { compile, requireObjectBody, validationErrors } from '../problems/validation';
 import type { TaskSubscriber } from '../tasks/task-routes';
 import type { TaskStore } from '../tasks/task-store';
 import { checkCallbackUrl } from './callback-url-policy';
 import type { DeliveryHistory } from './delivery-attempt';
 import type { Subscription, SubscriptionMode } from './subscription';
 import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscription-representation';
+import { subscriptionRouteSchemas, subscriptionSchema } from './subscription-schemas';
 import type { SubscriptionStore } from './subscription-store';
 
 export interface SubscriptionRouteDeps {
@@ -64,17 +65,8 @@ export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
 
 export async function subscriptionRoutes(app: FastifyInstance, deps: SubscriptionRouteDeps): Promise<void> {
   const { store, history } = deps;
-  const validateNew = compile({
-    type: 'object',
-    properties: {
-      callbackUrl: { type: 'string', minLength: 1, maxLength: 2048 },
-      mode: { enum: ['once', 'continuous'] },
-      taskId: { type: 'string', minLength: 1, maxLength: 64 },
-      events: { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { enum: deps.eventKinds } },
-    },
-    required: ['callbackUrl', 'mode'],
-    additionalProperties: false,
-  });
+  const schemas = subscriptionRouteSchemas(deps.eventKinds);
+  app.addSchema(subscriptionSchema);
 
   function own(tenant: string, id: string): Subscription {
     const s = store.get(id);
@@ -82,9 +74,9 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     return s;
   }
 
-  app.post('/subscriptions', async (request, reply) => {
-    const body = requireObjectBody(request.body);
-    const errors = validationErrors(validateNew, body);
+  app.post('/subscriptions', { schema: schemas.create, ...REPORTS_BODY_ERRORS }, async (request, reply) => {
+    const errors = bodyErrors(request);
+    const body = request.body as Record<string, unknown>;
     if ((body.taskId === undefined) === (body.events === undefined)) {
       errors.push(problem('invalid-field', '/taskId or /events: give exactly one of them', { instance: body.taskId === undefined ? '/events' : '/taskId' }));
     }
@@ -117,7 +109,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     return reply.code(201).header('location', `/subscriptions/${created.id}`).send(rep);
   });
 
-  app.get<{ Querystring: PageQuery }>('/subscriptions', { schema: { querystring: pageQuerySchema } }, async (request) => {
+  app.get<{ Querystring: PageQuery }>('/subscriptions', { schema: schemas.list }, async (request) => {
     const all = store.list(tenantOf(request));
     const { offset, limit } = request.query;
     const page = all.slice(offset, offset + limit);
@@ -129,12 +121,13 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     );
   });
 
-  app.get<IdParams>('/subscriptions/:id', async (request) => {
+  app.get<IdParams>('/subscriptions/:id', { schema: schemas.get }, async (request) => {
     const s = own(tenantOf(request), request.params.id);
     return subscriptionRepresentation(s, history.of(s.id));
   });
 
-  app.get<IdParams & { Querystring: PageQuery }>('/subscriptions/:id/deliveries', { schema: { querystring: pageQuerySchema } }, async (request) => {
+  type DeliveriesRequest = IdParams & { Querystring: PageQuery };
+  app.get<DeliveriesRequest>('/subscriptions/:id/deliveries', { schema: schemas.deliveries }, async (request) => {
     const s = own(tenantOf(request), request.params.id);
     const all = history.of(s.id);
     const { offset, limit } = request.query;
@@ -146,10 +139,13 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
   });
 
   // Spec: cancel is a PUT on the subscription resource → 202; repeatable. A body naming another UUID is refused.
-  app.put<IdParams>('/subscriptions/:id', async (request, reply) => {
+  const cancelOptions = { schema: schemas.cancel, ...REPORTS_BODY_ERRORS };
+  app.put<IdParams>('/subscriptions/:id', cancelOptions, async (request, reply) => {
     const s = own(tenantOf(request), request.params.id);
+    // The schema allows any object (or none), so what it finds is a body that is no JSON object: the usual 400.
+    bodyErrors(request);
     if (request.body !== undefined && request.body !== null) {
-      const body = requireObjectBody(request.body);
+      const body = request.body as Record<string, unknown>;
       if (body.UUID !== undefined && body.UUID !== s.id) {
         throw new ProblemError('uuid-mismatch', 'The body names another subscription than the path.', {
           errors: [problem('invalid-field', '/UUID does not match the subscription in the path', { instance: '/UUID', status: 403 })],

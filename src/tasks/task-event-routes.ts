@@ -1,13 +1,16 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { tenantOf } from '../http/auth';
 import { acceptedRanges } from '../http/content-negotiation';
-import { halResource, link } from '../http/hal';
+import { HAL_MEDIA_TYPE, halResource, link } from '../http/hal';
+import { emptyResponse, type Schema } from '../http/hal-schemas';
 import { MAX_PAGE_SIZE } from '../http/paging';
+import { problemResponse } from '../http/route-schema-conventions';
 import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import type { PartitionReader } from '../kafka/types';
 import type { Logger } from '../logger';
 import { COORDINATE_PATTERN, parseCoordinate, readTaskEventPage, TaskEventStream } from './task-event-stream';
+import { TASK_ID_PARAMS, taskEventPageSchema, taskNotFound } from './task-schemas';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
 import type { TaskStore } from './task-store';
 
@@ -20,6 +23,41 @@ export interface TaskEventRouteDeps {
   timeoutMs: number;
   heartbeatMs: number;
   logger: Logger;
+}
+
+/** GET /tasks/{taskId}/events: HAL pages of the task's events, or Server-Sent Events. */
+function eventsRouteSchema(): Schema {
+  const cursor = 'the id of an event (<partition>:<offset>): only later events come';
+  return {
+    tags: ['tasks'], operationId: 'getTaskEvents',
+    summary: 'The task\'s events: a HAL page, or a Server-Sent Events stream',
+    description: 'With Accept: text/event-stream, the events as Server-Sent Events (id: <partition>:<offset>, event: '
+      + 'its kind, data: the record\'s JSON value); the stream ends after the final event. Resume with Last-Event-ID '
+      + 'or ?after=. Any api instance serves any stream. Otherwise a HAL page of the events so far.',
+    params: TASK_ID_PARAMS,
+    querystring: {
+      type: 'object',
+      properties: {
+        after: { type: 'string', pattern: COORDINATE_PATTERN, description: cursor },
+        limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'events per page' },
+      },
+    },
+    headers: { type: 'object', properties: { 'last-event-id': { type: 'string', description: cursor } } },
+    response: {
+      200: {
+        description: 'The events after the cursor',
+        content: {
+          [HAL_MEDIA_TYPE]: { schema: taskEventPageSchema },
+          [EVENT_STREAM_MEDIA_TYPE]: {
+            schema: { type: 'string', description: 'text/event-stream; `: heartbeat` comments while waiting' },
+          },
+        },
+      },
+      204: emptyResponse('Nothing after the cursor of a finished task: an EventSource stops reconnecting'),
+      400: problemResponse('validation-failed: the cursor is not an event id of this task, or limit is invalid.'),
+      404: taskNotFound,
+    },
+  };
 }
 
 type EventsRequest = { Params: { taskId: string }; Querystring: { after?: string; limit: number } };
@@ -64,15 +102,7 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
 
   app.get<EventsRequest>('/tasks/:taskId/events', {
     config: { produces: [EVENT_STREAM_MEDIA_TYPE] },
-    schema: {
-      querystring: {
-        type: 'object',
-        properties: {
-          after: { type: 'string', pattern: COORDINATE_PATTERN },
-          limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 },
-        },
-      },
-    },
+    schema: eventsRouteSchema(),
   }, async (request, reply) => {
     const task = deps.ownTask(tenantOf(request), request.params.taskId);
     const from = resumeOffset(request, task);

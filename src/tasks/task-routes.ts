@@ -4,17 +4,18 @@ import { tenantOf } from '../http/auth';
 import { halResource, link, type HalResource } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
-import { pageLinks, pageQuerySchema, type PageQuery } from '../http/paging';
+import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
+import { pageLinks, type PageQuery } from '../http/paging';
 import { preferredWait } from '../http/prefer';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
-import { compile, requireObjectBody, validationErrors } from '../problems/validation';
 import type { OutgoingRecord, PartitionReader } from '../kafka/types';
 import type { Logger } from '../logger';
 import { taskEventRoutes } from './task-event-routes';
 import type { TaskRegistry } from './task-registry';
 import { taskRepresentation } from './task-representation';
-import { isFinal, TASK_STATUSES, type TaskSnapshot, type TaskStatus } from './task-snapshot';
+import { taskRouteSchemas, taskSchema } from './task-schemas';
+import { isFinal, type TaskSnapshot, type TaskStatus } from './task-snapshot';
 import type { TaskStore } from './task-store';
 
 /** A subscription made for a task, written in the task's acceptance transaction. */
@@ -45,25 +46,6 @@ export interface TaskRouteDeps {
   /** reads a task's partition for GET /tasks/{id}/events; without it that route is absent */
   events?: { reader: PartitionReader; timeoutMs: number; heartbeatMs: number; logger: Logger };
 }
-
-const validateSubmission = compile({
-  type: 'object',
-  properties: {
-    type: { type: 'string', minLength: 1, maxLength: 100 },
-    input: {},
-    callbackUrl: { type: 'string', minLength: 1, maxLength: 2048 },
-    mode: { enum: ['once', 'continuous'] },
-  },
-  required: ['type', 'input'],
-  additionalProperties: false,
-});
-
-const validateStatusPatch = compile({
-  type: 'object',
-  properties: { status: { const: 'cancelled' } },
-  required: ['status'],
-  additionalProperties: false,
-});
 
 type ListQuery = PageQuery & { type?: string; status?: TaskStatus };
 type TaskParams = { Params: { taskId: string } };
@@ -106,6 +88,8 @@ async function waitAsPreferred(
 
 export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Promise<void> {
   const { store, registry } = deps;
+  const schemas = taskRouteSchemas(registry.names());
+  app.addSchema(taskSchema);
   const represent = (t: TaskSnapshot) => taskRepresentation(t, store.cancelRequested(t.taskId), deps.subscriptionOf);
 
   /** A tenant never sees another tenant's tasks: they are simply not found. */
@@ -122,9 +106,9 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   }
 
   // Spec: an asynchronous operation answers 202 with a task-tracking resource.
-  app.post('/tasks', async (request, reply) => {
-    const body = requireObjectBody(request.body);
-    const errors: ProblemDetail[] = validationErrors(validateSubmission, body);
+  app.post('/tasks', { schema: schemas.submit, ...REPORTS_BODY_ERRORS }, async (request, reply) => {
+    const errors: ProblemDetail[] = bodyErrors(request);
+    const body = request.body as Record<string, unknown>;
     if (errors.length === 0) errors.push(...registry.inputErrors(body.type, body.input));
     if (errors.length > 0) throw new ProblemError('validation-failed', 'The task submission is invalid; see errors.', { errors });
     const tenant = tenantOf(request);
@@ -167,14 +151,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     return tracking(reply, task).code(202).header('location', `/tasks/${task.taskId}`).send(rep);
   });
 
-  app.get<{ Querystring: ListQuery }>('/tasks', {
-    schema: {
-      querystring: {
-        ...pageQuerySchema,
-        properties: { ...pageQuerySchema.properties, type: { type: 'string', maxLength: 100 }, status: { enum: [...TASK_STATUSES] } },
-      },
-    },
-  }, async (request) => {
+  app.get<{ Querystring: ListQuery }>('/tasks', { schema: schemas.list }, async (request) => {
     const { offset, limit, type, status } = request.query;
     const all = store.list(tenantOf(request), { type, status });
     const page = all.slice(offset, offset + limit);
@@ -187,7 +164,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     );
   });
 
-  app.get<TaskParams>('/tasks/:taskId', async (request, reply) => {
+  app.get<TaskParams>('/tasks/:taskId', { schema: schemas.get }, async (request, reply) => {
     const tenant = tenantOf(request);
     const task = ownTask(tenant, request.params.taskId);
     const now = await waitAsPreferred(app, request, reply, store, task);
@@ -197,10 +174,10 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   });
 
   // Spec: a status update is a PATCH. Cancelling is asynchronous: 202, then task.cancelled.
-  app.patch<TaskParams>('/tasks/:taskId', async (request, reply) => {
+  const cancelOptions = { schema: schemas.cancel, ...REPORTS_BODY_ERRORS };
+  app.patch<TaskParams>('/tasks/:taskId', cancelOptions, async (request, reply) => {
     const task = ownTask(tenantOf(request), request.params.taskId);
-    const body = requireObjectBody(request.body);
-    const errors = validationErrors(validateStatusPatch, body);
+    const errors = bodyErrors(request);
     if (errors.length > 0) throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', { errors });
     if (isFinal(task.status)) throw new ProblemError('task-already-finished', `The task has already ${task.status}; it cannot be cancelled.`);
     await store.requestCancel(task.taskId);
@@ -209,7 +186,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   });
 
   // Forgetting is for finished tasks; a running one is cancelled first (PATCH). A repeat is 404: it is gone.
-  app.delete<TaskParams>('/tasks/:taskId', async (request, reply) => {
+  app.delete<TaskParams>('/tasks/:taskId', { schema: schemas.forget }, async (request, reply) => {
     const task = ownTask(tenantOf(request), request.params.taskId);
     if (!isFinal(task.status)) {
       throw new ProblemError('task-not-finished',

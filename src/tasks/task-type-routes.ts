@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { halResource, link, type HalResource } from '../http/hal';
 import { ProblemError } from '../problems/problem-error';
 import type { TaskRegistry } from './task-registry';
+import { taskTypeRouteSchemas as schemas, taskTypeSchema } from './task-schemas';
 import type { TaskType } from './task-type';
 
 function typeRepresentation(t: TaskType): HalResource {
@@ -21,7 +22,8 @@ function typeRepresentation(t: TaskType): HalResource {
  */
 export async function taskTypeRoutes(app: FastifyInstance, options: { registry: TaskRegistry }): Promise<void> {
   const config = { public: true };
-  app.get('/task-types', { config }, async () => {
+  app.addSchema(taskTypeSchema);
+  app.get('/task-types', { config, schema: schemas.list }, async () => {
     const types = options.registry.all();
     return halResource(
       { count: types.length, total: types.length },
@@ -31,7 +33,7 @@ export async function taskTypeRoutes(app: FastifyInstance, options: { registry: 
     );
   });
 
-  app.get<{ Params: { name: string } }>('/task-types/:name', { config }, async (request) => {
+  app.get<{ Params: { name: string } }>('/task-types/:name', { config, schema: schemas.get }, async (request) => {
     const type = options.registry.get(request.params.name);
     if (!type) {
       const name = JSON.stringify(request.params.name);

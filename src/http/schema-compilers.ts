@@ -1,0 +1,35 @@
+import { AjvCompiler, type BuildCompilerFromPool, type RouteDefinition } from '@fastify/ajv-compiler';
+import type { ValidateFunction } from 'ajv';
+import type { FastifyServerOptions } from 'fastify';
+import { compile } from '../problems/validation';
+
+type RouteCompiler = (route: RouteDefinition) => ValidateFunction;
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+
+/*
+ * A body-only Ajv, the way Fastify's validation docs show it: bodies are checked by the project's own ajv (no type
+ * coercion, so "42" is not a number; no defaults; no removal of unknown fields; every error reported), which also
+ * validates what a route checks by hand (a bulk element, a merged patch), so both say the same thing. Params,
+ * querystring and headers keep Fastify's own compiler: a query string is text, so `?limit=5` must become 5, and
+ * their 400s stay what they were.
+ */
+export function validatorFactory(): BuildCompilerFromPool {
+  const fastifyDefault = AjvCompiler();
+  return (externalSchemas, options) => {
+    // Fastify calls a compiler with the route's definition; the typings name only its schema.
+    const others = fastifyDefault(externalSchemas, options) as unknown as RouteCompiler;
+    const byPart: RouteCompiler = (route) =>
+      (route.httpPart === 'body' ? compile(route.schema as object) : others(route));
+    return byPart as unknown as ReturnType<BuildCompilerFromPool>;
+  };
+}
+
+/*
+ * Response schemas document the answers; they never shape them. Fastify would otherwise serialize with
+ * fast-json-stringify, which drops properties a schema does not list and throws on missing required ones, while a
+ * HAL body is whatever `fields` and `embedded` selected. JSON.stringify is what every route used before it declared
+ * a response schema, and measured as fast on these bodies (README, "OpenAPI and the docs page"). It is Fastify's
+ * serializer factory, not setSerializerCompiler: a context that adds shared schemas builds its compilers anew.
+ */
+export const serializerFactory: NonNullable<CompilersFactory['buildSerializer']> = () => () =>
+  (data) => JSON.stringify(data);
