@@ -5,6 +5,7 @@ import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
 import { healthRoutes, type Readiness } from './health/health-routes';
 import { authPlugin } from './http/auth';
 import { contentNegotiationPlugin } from './http/content-negotiation';
+import { docsPage } from './docs/docs-page';
 import { openApiDocumentRoute, openApiPlugin } from './docs/openapi-plugin';
 import { halPlugin } from './http/hal-plugin';
 import { methodsPlugin } from './http/methods';
@@ -117,6 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // The routes, after every convention's hooks and handlers: a route takes those in force where it is registered.
   await app.register(openApiDocumentRoute);
+  await app.register(docsPage);
   if (deps.metrics) await app.register(metricsRoute, { metrics: deps.metrics });
 
   const collections = [...(deps.resources?.registry.all() ?? []).map((r) => r.decl.collection), ...(deps.routes ?? []).flatMap((r) => r.collections)];

@@ -1,0 +1,27 @@
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+
+/*
+ * Only this service's own address: the page and its assets come from the npm package (@fastify/swagger-ui ships
+ * Swagger UI's files), never a CDN, so it works offline. Swagger UI sets inline styles, hence 'unsafe-inline' for
+ * styles only; it has no validator badge (validatorUrl is null), so nothing is ever fetched from elsewhere.
+ */
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+  + "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
+
+/**
+ * GET /docs (public): a browsable API reference, Swagger UI rendering the OpenAPI document (which links the
+ * AsyncAPI document and the problem catalogue in its description). Its files are no part of the API: they are
+ * hidden from the document, and public like the document itself.
+ */
+export async function docsPage(app: FastifyInstance): Promise<void> {
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, public: true };
+  });
+  await app.register(fastifySwaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: CSP,
+    theme: { title: 'hookstream API reference' },
+    uiConfig: { layout: 'BaseLayout', docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0 },
+  });
+}
