@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
-import { TENANT_A_KEY } from './test-service';
+import { TENANT_A_KEY } from './api-keys';
 
 /** The app with every convention plugin and only the given routes: no Kafka, healthy, tenant-a's key accepted. */
 export function bareApp(routes: NonNullable<AppDeps['routes']>): Promise<FastifyInstance> {

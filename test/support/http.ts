@@ -1,4 +1,4 @@
-import { TENANT_A_KEY } from './test-service';
+import { TENANT_A_KEY } from './api-keys';
 
 export interface HttpResult {
   status: number;

@@ -5,9 +5,10 @@ import { loadConfig, type Config, type Role } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService, type RunningService } from '../../src/service';
 import { waitForKafka } from '../../src/startup/wait-for-kafka';
+import { TENANT_A_KEY, TENANT_B_KEY } from './api-keys';
 
-export const TENANT_A_KEY = 'key-tenant-a-0123456789';
-export const TENANT_B_KEY = 'key-tenant-b-0123456789';
+/** Re-exported: the integration tests import the keys from here. */
+export { TENANT_A_KEY, TENANT_B_KEY };
 
 export function testBrokers(): string[] {
   const brokers = process.env.KAFKA_BROKERS;

@@ -5,7 +5,7 @@ import {
 import { createLogger } from '../../src/logger';
 import { decodeTaskRecord, type TaskRecord } from '../../src/tasks/task-snapshot';
 import { TaskStore } from '../../src/tasks/task-store';
-import { FakeView } from '../unit/fakes';
+import { FakeView } from './fakes';
 
 /**
  * The key's answer is written in the creation's own transaction, so no crash

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../src/config';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../src/config';
 
 describe('configuration', () => {
   test('defaults apply when nothing is set, with a generated dev key', () => {
@@ -45,7 +45,7 @@ describe('configuration', () => {
       expect(() => loadConfig({ KAFKA_STARTUP_TIMEOUT_MS: bad })).toThrow(/KAFKA_STARTUP_TIMEOUT_MS/);
     }
     expect(CONFIG_VARIABLES).toContain('KAFKA_STARTUP_TIMEOUT_MS');
-    const readme = readFileSync(join(__dirname, '../README.md'), 'utf8');
+    const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
     expect(readme).toMatch(/^\| `KAFKA_STARTUP_TIMEOUT_MS` \|.*\| `120000` \|$/m);
   });
 });
