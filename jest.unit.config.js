@@ -6,4 +6,6 @@ module.exports = {
   roots: ['<rootDir>/test/unit'],
   globalSetup: undefined,
   globalTeardown: undefined,
+  // The full run's coverage threshold is about both tiers; this tier alone reaches less.
+  coverageThreshold: undefined,
 };

@@ -1,10 +1,19 @@
-import type { OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView } from '../../src/kafka/types';
+import { topicNames, type Topics } from '../../src/kafka/topics';
+import type {
+  OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView, ViewSource, ViewSpec,
+} from '../../src/kafka/types';
 
-/** A Publisher that keeps what it was given; `failNext` makes the next calls reject, as a broker fault would. */
+/**
+ * A Publisher that keeps what it was given; `failNext` makes the next calls reject, as a broker fault would.
+ * `onCommitted` sees each call's records once they "committed", before the call resolves (FakeKafka feeds its
+ * views from it, so a store's read-your-writes holds as it does on Kafka).
+ */
 export class FakePublisher implements Publisher {
   readonly published: OutgoingRecord[] = [];
   failNext = 0;
   private offset = 0;
+
+  constructor(private readonly onCommitted?: (records: OutgoingRecord[]) => void) {}
 
   async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<RecordPosition[]> {
     if (this.failNext > 0) {
@@ -12,6 +21,7 @@ export class FakePublisher implements Publisher {
       throw new Error('Kafka did not acknowledge (fake)');
     }
     this.published.push(...records);
+    this.onCommitted?.(records);
     return records.map((r) => ({ topic: r.topic, partition: r.partition ?? 0, offset: String(this.offset++) }));
   }
 
@@ -88,5 +98,43 @@ export class FakeView<T> implements StateView<T> {
     }
     for (const apply of this.unseen.splice(0)) apply();
     this.syncedAt = Math.max(this.syncedAt, startedAt);
+  }
+}
+
+/**
+ * The process's Kafka for the unit tier: a ViewSource whose views are fed by its publisher, decoded by each view's
+ * spec as KafkaGateway does. One view per topic, and asking for a topic with another spec throws, as the gateway's
+ * cache does. A failed publish (failNext) applies nothing: all or none, like a transaction.
+ */
+export class FakeKafka implements ViewSource {
+  readonly topics: Topics;
+  readonly publisher: FakePublisher;
+  private readonly views = new Map<string, { spec: ViewSpec<unknown>; view: FakeView<unknown> }>();
+
+  constructor(prefix = 'unit.') {
+    this.topics = topicNames(prefix);
+    this.publisher = new FakePublisher((records) => this.apply(records));
+  }
+
+  async view<T>(spec: ViewSpec<T>): Promise<StateView<T>> {
+    return this.viewOf(spec);
+  }
+
+  /** The fake behind a spec's view, for a test to arrange state or break syncs. */
+  viewOf<T>(spec: ViewSpec<T>): FakeView<T> {
+    const name = this.topics[spec.topic];
+    const open = this.views.get(name);
+    if (open && open.spec !== spec) throw new Error(`${spec.topic} is already open with another spec`);
+    if (open) return open.view as FakeView<T>;
+    const view = new FakeView<T>();
+    this.views.set(name, { spec: spec as ViewSpec<unknown>, view: view as FakeView<unknown> });
+    return view;
+  }
+
+  private apply(records: OutgoingRecord[]): void {
+    for (const r of records) {
+      const open = this.views.get(r.topic);
+      open?.view.set(r.key, r.value === null ? undefined : open.spec.decode(r.value));
+    }
   }
 }

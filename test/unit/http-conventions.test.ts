@@ -1,0 +1,341 @@
+import { problemType } from '../../src/problems/problem-types';
+import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+
+/*
+ * The HTTP conventions (DESIGN "HTTP decisions") on the api's real routes and stores, over in-memory Kafka: a socket
+ * or a broker adds nothing to what is asked here. The integration suite (test/http/conventions.test.ts) asks the
+ * same of the running service.
+ */
+let api: InMemoryApi;
+beforeAll(async () => {
+  api = await inMemoryApi();
+});
+afterAll(() => api.app.close());
+
+const newOrder = { orderNumber: 7, itemCount: 2, status: 'open', author: 'u-ada', items: ['i-widget'] };
+
+async function createOrder(fields: Record<string, unknown> = newOrder): Promise<string> {
+  const res = await call(api.app, '/orders', { body: fields });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+const hrefsOf = (links: Record<string, { href: string } | { href: string }[]>) =>
+  Object.values(links).flat().map((l) => l.href);
+
+describe('HAL', () => {
+  test('GET / is public and links every collection, health and the problem catalogue', async () => {
+    const res = await call(api.app, '/', { key: null });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/hal\+json/);
+    expect(Object.keys(res.body._links)).toEqual(expect.arrayContaining(
+      ['self', 'users', 'items', 'orders', 'tasks', 'task-types', 'subscriptions', 'health', 'problems'],
+    ));
+    expect(res.body._links.orders).toEqual({ href: '/orders' });
+  });
+
+  test('a resource has _links.self, its collection, and its relations as links (an array for a to-many one)', async () => {
+    const id = await createOrder();
+    const res = await call(api.app, `/orders/${id}`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/hal\+json/);
+    expect(res.body._links).toEqual({
+      self: { href: `/orders/${id}` }, collection: { href: '/orders' },
+      author: { href: '/users/u-ada' }, items: [{ href: '/items/i-widget' }],
+    });
+    expect(res.body).toMatchObject({ id, orderNumber: 7, itemCount: 2, status: 'open' });
+    expect(res.body._embedded).toBeUndefined();
+  });
+
+  test('every href is relative to the API root and none ends in /, also when asked with a trailing slash', async () => {
+    for (const path of ['/', '/orders/', '/orders?limit=1', '/tasks', '/subscriptions']) {
+      const res = await call(api.app, path);
+      expect(res.status).toBe(200);
+      for (const href of hrefsOf(res.body._links)) {
+        expect(href).toMatch(/^\//);
+        if (href !== '/') expect(href).not.toMatch(/\/$/);
+      }
+    }
+  });
+
+  test('a collection is paged: count, total, item links, next and prev', async () => {
+    const first = await call(api.app, '/items?limit=2');
+    expect(first.body).toMatchObject({ count: 2, total: 3 });
+    expect(first.body._links.item).toHaveLength(2);
+    expect(first.body._links.next.href).toMatch(/^\/items\?.*offset=2/);
+    expect(first.body._links.prev).toBeUndefined();
+    const second = await call(api.app, first.body._links.next.href);
+    expect(second.body).toMatchObject({ count: 1, total: 3 });
+    expect(second.body._links.prev.href).toMatch(/^\/items\?.*offset=0/);
+    expect(second.body._links.next).toBeUndefined();
+  });
+});
+
+describe('fields and embedded', () => {
+  let id: string;
+  beforeAll(async () => {
+    id = await createOrder({ ...newOrder, orderNumber: 8 });
+  });
+
+  test('fields keeps only the listed top-level fields; unknown names are ignored', async () => {
+    const res = await call(api.app, `/orders/${id}?fields=itemCount,status,nosuchfield`);
+    expect(res.body).toEqual({ itemCount: 2, status: 'open' });
+  });
+
+  test('_links is selectable like a field, and the default keeps it', async () => {
+    expect(Object.keys((await call(api.app, `/orders/${id}?fields=_links`)).body)).toEqual(['_links']);
+    expect((await call(api.app, `/orders/${id}`)).body._links.self.href).toBe(`/orders/${id}`);
+  });
+
+  test('embedded (or its alias embed) places the listed relations under _embedded, and only those', async () => {
+    for (const param of ['embedded', 'embed']) {
+      const res = await call(api.app, `/orders/${id}?${param}=author,nosuchrelation`);
+      expect(Object.keys(res.body._embedded)).toEqual(['author']);
+      expect(res.body._embedded.author).toMatchObject({ id: 'u-ada', name: 'Ada Lovelace', _links: { self: { href: '/users/u-ada' } } });
+    }
+    const both = await call(api.app, `/orders/${id}?embedded=author,items`);
+    expect(both.body._embedded.items.map((i: { id: string }) => i.id)).toEqual(['i-widget']);
+  });
+
+  test('embedding comes first, then fields: _embedded is selectable', async () => {
+    const res = await call(api.app, `/orders/${id}?embedded=author&fields=_embedded,orderNumber`);
+    expect(Object.keys(res.body).sort()).toEqual(['_embedded', 'orderNumber']);
+    expect(res.body._embedded.author.id).toBe('u-ada');
+  });
+
+  test('a list embeds its members by default; fields=_links,count drops them', async () => {
+    const full = await call(api.app, '/items');
+    expect(full.body._embedded.items).toHaveLength(3);
+    const lean = await call(api.app, '/items?fields=_links,count');
+    expect(lean.body).toEqual({ _links: expect.any(Object), count: 3 });
+  });
+
+  test('selection applies to the bodies of POST, PUT and PATCH too', async () => {
+    const created = await call(api.app, '/orders?fields=status', { body: { ...newOrder, orderNumber: 9 } });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({ status: 'open' });
+    const replaced = await call(api.app, `/orders/${id}?fields=itemCount`, {
+      method: 'PUT', body: { orderNumber: 8, itemCount: 5, status: 'open' },
+    });
+    expect(replaced.body).toEqual({ itemCount: 5 });
+    const patched = await call(api.app, `/orders/${id}?fields=status`, { method: 'PATCH', body: { status: 'shipped' } });
+    expect(patched.body).toEqual({ status: 'shipped' });
+  });
+
+  test('selection never applies to a Problem', async () => {
+    const res = await call(api.app, '/orders/does-not-exist?fields=nothing');
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ type: problemType('not-found'), status: 404, title: 'Not found' });
+  });
+});
+
+describe('Problem Details', () => {
+  const isProblem = (res: { headers: Record<string, unknown>; body: Record<string, unknown> }, status: number) => {
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({ status, type: expect.stringMatching(/^https:\/\//), title: expect.any(String) });
+    expect(res.body.detail).toEqual(expect.any(String));
+    expect(res.body.logref).toBe(res.headers['x-request-id']);
+    expect(res.body).not.toHaveProperty('stack');
+  };
+
+  test('400: each offending field is an errors[] entry whose instance is a JSON pointer', async () => {
+    const res = await call(api.app, '/orders', { body: { orderNumber: 'one', itemCount: -100, status: 'open' } });
+    expect(res.status).toBe(400);
+    isProblem(res, 400);
+    expect(res.body).toMatchObject({ type: problemType('validation-failed'), instance: '/orders' });
+    const pointers = res.body.errors.map((e: { instance: string }) => e.instance).sort();
+    expect(pointers).toEqual(['/itemCount', '/orderNumber']);
+    for (const e of res.body.errors) expect(e).toMatchObject({ type: expect.any(String), detail: expect.any(String) });
+  });
+
+  test('400: itemCount must be a positive integer (0, 1.5, "42" and null are each refused)', async () => {
+    for (const itemCount of [0, 1.5, '42', null]) {
+      const res = await call(api.app, '/orders', { body: { ...newOrder, itemCount } });
+      expect(res.status).toBe(400);
+      expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/itemCount']);
+    }
+  });
+
+  test('400: a relation naming a missing resource is an error for that field, a to-many one by index', async () => {
+    const res = await call(api.app, '/orders', { body: { ...newOrder, author: 'u-nobody', items: ['i-widget', 'i-none'] } });
+    expect(res.status).toBe(400);
+    expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/author', '/items/1']);
+  });
+
+  test('400: a body that is not JSON, or not an object', async () => {
+    const malformed = await call(api.app, '/orders', { raw: '{"orderNumber":', headers: { 'content-type': 'application/json' } });
+    expect(malformed.status).toBe(400);
+    isProblem(malformed, 400);
+    expect(malformed.body.type).toBe(problemType('malformed-body'));
+    const array = await call(api.app, '/orders', { body: [newOrder] });
+    expect(array.status).toBe(400);
+    isProblem(array, 400);
+  });
+
+  test('400: a bad query parameter is reported with a pointer into the query', async () => {
+    const res = await call(api.app, '/orders?limit=zero');
+    expect(res.status).toBe(400);
+    isProblem(res, 400);
+    expect(res.body.errors[0].instance).toMatch(/^\/querystring\/limit/);
+  });
+
+  test('401: no key is a Problem with WWW-Authenticate: Bearer; a wrong key says invalid_token', async () => {
+    const none = await call(api.app, '/orders', { key: null });
+    expect(none.status).toBe(401);
+    isProblem(none, 401);
+    expect(none.headers['www-authenticate']).toBe('Bearer');
+    const wrong = await call(api.app, '/orders', { key: 'key-of-nobody-0123456789' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+    const basic = await call(api.app, '/orders', { key: null, headers: { authorization: 'Basic dXNlcjpwdw==' } });
+    expect(basic.status).toBe(401);
+  });
+
+  test('401 protects every API route; root, health, task types and the problem catalogue are public', async () => {
+    for (const path of ['/orders', '/tasks', '/subscriptions', '/users/u-ada']) {
+      expect((await call(api.app, path, { key: null })).status).toBe(401);
+    }
+    for (const path of ['/', '/health/live', '/task-types', '/docs/problems']) {
+      expect((await call(api.app, path, { key: null })).status).toBe(200);
+    }
+  });
+
+  test('404: an unknown path and an unknown id are Problems with instance = the path', async () => {
+    const path = await call(api.app, '/nowhere?x=1');
+    expect(path.status).toBe(404);
+    isProblem(path, 404);
+    expect(path.body.instance).toBe('/nowhere');
+    const id = await call(api.app, '/orders/no-such-order');
+    expect(id.status).toBe(404);
+    expect(id.body.instance).toBe('/orders/no-such-order');
+  });
+
+  test('405: an unsupported method on a known path names the allowed ones in Allow', async () => {
+    const res = await call(api.app, '/orders', { method: 'DELETE' });
+    expect(res.status).toBe(405);
+    isProblem(res, 405);
+    const allow = String(res.headers.allow).split(', ');
+    expect(allow).toEqual(expect.arrayContaining(['GET', 'POST', 'PATCH', 'OPTIONS']));
+    expect(allow).not.toContain('DELETE');
+    const item = await call(api.app, '/orders/some-id', { method: 'POST', body: newOrder });
+    expect(item.status).toBe(405);
+    expect(String(item.headers.allow).split(', ')).toEqual(expect.arrayContaining(['GET', 'PUT', 'PATCH', 'DELETE']));
+  });
+
+  test('406: an Accept that allows none of our types; a wildcard or HAL is fine', async () => {
+    const res = await call(api.app, '/orders', { headers: { accept: 'text/csv' } });
+    expect(res.status).toBe(406);
+    isProblem(res, 406);
+    expect((await call(api.app, '/orders', { headers: { accept: 'application/json;q=0, text/html' } })).status).toBe(406);
+    for (const accept of ['*/*', 'application/hal+json', 'text/html, application/*;q=0.2']) {
+      expect((await call(api.app, '/orders', { headers: { accept } })).status).toBe(200);
+    }
+  });
+
+  test('415: a body that is not JSON; merge patch is accepted for PATCH only', async () => {
+    const xml = await call(api.app, '/orders', { raw: '<order/>', headers: { 'content-type': 'application/xml' } });
+    expect(xml.status).toBe(415);
+    isProblem(xml, 415);
+    const mergeOnPost = await call(api.app, '/orders', {
+      body: newOrder, headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    expect(mergeOnPost.status).toBe(415);
+    const id = await createOrder();
+    const mergeOnPatch = await call(api.app, `/orders/${id}`, {
+      method: 'PATCH', body: { status: 'packed' }, headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    expect(mergeOnPatch.status).toBe(200);
+  });
+
+  test('413: a body over the limit', async () => {
+    const res = await call(api.app, '/orders', { body: { ...newOrder, status: 'x'.repeat(70 * 1024) } });
+    expect(res.status).toBe(413);
+    isProblem(res, 413);
+  });
+});
+
+describe('methods', () => {
+  test('OPTIONS answers 204 with Allow and changes nothing', async () => {
+    const before = api.kafka.publisher.published.length;
+    const res = await call(api.app, '/orders', { method: 'OPTIONS' });
+    expect(res.status).toBe(204);
+    expect(String(res.headers.allow).split(', ')).toEqual(expect.arrayContaining(['GET', 'POST', 'PATCH', 'OPTIONS']));
+    expect(api.kafka.publisher.published.length).toBe(before);
+  });
+
+  test('HEAD answers the headers of GET without a body', async () => {
+    const res = await call(api.app, '/orders', { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/hal\+json/);
+    expect(res.text).toBe('');
+  });
+
+  test('POST creates one: 201, Location, and the write is readable at once', async () => {
+    const res = await call(api.app, '/orders', { body: newOrder });
+    expect(res.status).toBe(201);
+    expect(res.headers.location).toBe(`/orders/${res.body.id}`);
+    expect((await call(api.app, String(res.headers.location))).body).toMatchObject({ orderNumber: 7 });
+  });
+
+  test('PUT replaces in full: fields left out are gone, and repeating it gives the same state', async () => {
+    const id = await createOrder();
+    const replacement = { orderNumber: 70, itemCount: 3, status: 'packed' };
+    const once = await call(api.app, `/orders/${id}`, { method: 'PUT', body: replacement });
+    expect(once.status).toBe(200);
+    expect(once.body).toMatchObject(replacement);
+    expect(once.body._links.author).toBeUndefined();
+    const twice = await call(api.app, `/orders/${id}`, { method: 'PUT', body: replacement });
+    const strip = (b: Record<string, unknown>) => ({ ...b, updatedAt: undefined });
+    expect(strip(twice.body)).toEqual(strip(once.body));
+  });
+
+  test('PUT with a partial body is 400 and changes nothing; PUT never creates (404)', async () => {
+    const id = await createOrder();
+    const partial = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { status: 'packed' } });
+    expect(partial.status).toBe(400);
+    expect(partial.body.errors.map((e: { instance: string }) => e.instance)).toEqual(expect.arrayContaining(['/orderNumber', '/itemCount']));
+    expect((await call(api.app, `/orders/${id}`)).body.status).toBe('open');
+    const missing = await call(api.app, '/orders/no-such-order', { method: 'PUT', body: newOrder });
+    expect(missing.status).toBe(404);
+  });
+
+  test('PATCH is a JSON merge patch: listed fields change, null removes, the rest stays', async () => {
+    const id = await createOrder();
+    const res = await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { status: 'shipped', author: null } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'shipped', orderNumber: 7, itemCount: 2 });
+    expect(res.body._links.author).toBeUndefined();
+    expect(res.body._links.items).toEqual([{ href: '/items/i-widget' }]);
+  });
+
+  test('a PATCH that would make the resource invalid is 400 and changes nothing', async () => {
+    const id = await createOrder();
+    const published = api.kafka.publisher.published.length;
+    const res = await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { itemCount: 0 } });
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].instance).toBe('/itemCount');
+    expect(api.kafka.publisher.published.length).toBe(published);
+    expect((await call(api.app, `/orders/${id}`)).body.itemCount).toBe(2);
+  });
+
+  test('DELETE removes: 204, then 404, and a repeat is 404', async () => {
+    const id = await createOrder();
+    expect((await call(api.app, `/orders/${id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await call(api.app, `/orders/${id}`)).status).toBe(404);
+    expect((await call(api.app, `/orders/${id}`, { method: 'DELETE' })).status).toBe(404);
+  });
+
+  test('X-HTTP-Method-Override is ignored: a POST stays a POST', async () => {
+    const res = await call(api.app, '/orders', { body: newOrder, headers: { 'x-http-method-override': 'DELETE' } });
+    expect(res.status).toBe(201);
+    expect((await call(api.app, `/orders/${res.body.id}`)).status).toBe(200);
+  });
+
+  test('every write is one transaction with its domain event', async () => {
+    const before = api.kafka.publisher.published.length;
+    const id = await createOrder();
+    const written = api.kafka.publisher.published.slice(before);
+    expect(written.map((r) => r.topic)).toEqual([api.kafka.topics.resources, api.kafka.topics.domainEvents]);
+    expect(written[1].headers).toMatchObject({ ce_type: 'order.created', ce_subject: `/orders/${id}` });
+  });
+});

@@ -1,0 +1,147 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app';
+import { loadConfig } from '../../src/config';
+import { exampleResources, exampleTaskTypes } from '../../src/examples';
+import { IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
+import { createLogger } from '../../src/logger';
+import { ResourceRegistry } from '../../src/resources/resource-registry';
+import { ResourceStore } from '../../src/resources/resource-store';
+import { seedResources } from '../../src/resources/seed';
+import { DeliveryHistory } from '../../src/subscriptions/delivery-attempt';
+import { newSubscriptionRepresentation, subscriptionRepresentation } from '../../src/subscriptions/subscription-representation';
+import { subscriptionRoutes, taskSubscriber } from '../../src/subscriptions/subscription-routes';
+import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
+import { TASK_EVENT_KINDS } from '../../src/tasks/task-events';
+import { TaskRegistry } from '../../src/tasks/task-registry';
+import { taskRoutes } from '../../src/tasks/task-routes';
+import { taskTypeRoutes } from '../../src/tasks/task-type-routes';
+import { TaskStore } from '../../src/tasks/task-store';
+import { TENANT_A_KEY, TENANT_B_KEY } from '../support/api-keys';
+import { FakeKafka } from './fakes';
+
+export interface InMemoryApi {
+  app: FastifyInstance;
+  kafka: FakeKafka;
+  tasks: TaskStore;
+  resources: ResourceStore;
+  subscriptions: SubscriptionStore;
+}
+
+export interface InMemoryApiOptions {
+  /** CALLBACK_ALLOW_PRIVATE; false by default, as in production */
+  allowPrivate?: boolean;
+}
+
+/**
+ * The api role as src/service.ts wires it (the example domain seeded, tasks, task types, subscriptions,
+ * Idempotency-Key), on the real stores over FakeKafka: every HTTP convention can be asked with `inject`, no broker.
+ * Only the event stream (GET /tasks/{id}/events) is left out: it reads a partition, which the integration tests do.
+ * Tenants: tenant-a (TENANT_A_KEY) and tenant-b (TENANT_B_KEY).
+ */
+export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InMemoryApi> {
+  const kafka = new FakeKafka();
+  // TEST_LOG_LEVEL shows the api's log, as for the integration tests (test-service.ts).
+  const logger = createLogger(loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' }).logLevel);
+  const timeoutMs = 5000;
+  const resourceRegistry = new ResourceRegistry(exampleResources);
+  const taskRegistry = new TaskRegistry(exampleTaskTypes);
+  const idempotency = await IdempotencyKeys.open(kafka, {
+    publisher: kafka.publisher, topic: kafka.topics.idempotencyKeys, timeoutMs, logger, partitionFor: () => 0,
+  });
+  const publisher = idempotency.wrap(kafka.publisher);
+  const resources = await ResourceStore.open(kafka, {
+    publisher, resourcesTopic: kafka.topics.resources, domainEventsTopic: kafka.topics.domainEvents, timeoutMs,
+  });
+  await seedResources(resourceRegistry, resources);
+  const tasks = await TaskStore.open(kafka, { publisher, topics: kafka.topics, timeoutMs, retentionMs: 3600000 });
+  const subscriptions = await SubscriptionStore.open(kafka, { publisher, topic: kafka.topics.subscriptions, timeoutMs });
+  const history = await DeliveryHistory.open(kafka);
+  const resourceEvents = resourceRegistry.all().flatMap(({ decl }) =>
+    ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
+  const subscriptionDeps = {
+    store: subscriptions, history, tasks, eventKinds: [...TASK_EVENT_KINDS, ...resourceEvents],
+    allowPrivate: options.allowPrivate ?? false, idempotency,
+  };
+  const app = await buildApp({
+    logger,
+    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}` }).apiKeys,
+    bodyLimitBytes: 64 * 1024,
+    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+    resources: { registry: resourceRegistry, store: resources, idempotency },
+    routes: [
+      {
+        collections: ['tasks'],
+        plugin: (a) => taskRoutes(a, {
+          registry: taskRegistry, store: tasks, subscriber: taskSubscriber(subscriptionDeps), idempotency,
+          subscriptionOf: (id) => {
+            const s = subscriptions.get(id);
+            return s && subscriptionRepresentation(s, history.of(id));
+          },
+          createdSubscriptionOf: (id) => {
+            const s = subscriptions.get(id);
+            return s && newSubscriptionRepresentation(s);
+          },
+        }),
+      },
+      { collections: ['task-types'], plugin: (a) => taskTypeRoutes(a, { registry: taskRegistry }) },
+      { collections: ['subscriptions'], plugin: (a) => subscriptionRoutes(a, subscriptionDeps) },
+    ],
+  });
+  return { app, kafka, tasks, resources, subscriptions };
+}
+
+/** The Authorization header of a test tenant. */
+export const bearer = (key: string = TENANT_A_KEY) => ({ authorization: `Bearer ${key}` });
+
+export interface Call {
+  method?: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
+  /** sent as JSON (application/json unless a content-type header says otherwise) */
+  body?: unknown;
+  /** sent as is */
+  raw?: string;
+  headers?: Record<string, string>;
+  /** tenant-a's key unless told; null sends no Authorization */
+  key?: string | null;
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  text: string;
+  /** the parsed body; undefined when empty or not JSON */
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests inspect arbitrary response shapes
+}
+
+/**
+ * light-my-request's request lacks Node's `headersDistinct`, which the auth and Idempotency-Key hooks read (to refuse
+ * a repeated header); this adds it, from the raw headers as Node builds it. A Readable, since inject's custom request
+ * takes its prototype chain from here.
+ */
+class InjectedRequest extends Readable {
+  get headersDistinct(): Record<string, string[]> {
+    const raw = (this as unknown as { rawHeaders: string[] }).rawHeaders;
+    const out: Record<string, string[]> = {};
+    for (let i = 0; i < raw.length; i += 2) (out[raw[i].toLowerCase()] ??= []).push(raw[i + 1]);
+    return out;
+  }
+}
+
+/** One request through Fastify's inject: every plugin and hook runs, no socket. */
+export async function call(app: FastifyInstance, url: string, c: Call = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...(c.key === null ? {} : bearer(c.key)), ...c.headers };
+  let payload = c.raw;
+  if (c.body !== undefined) {
+    payload = JSON.stringify(c.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const method = c.method ?? (payload !== undefined ? 'POST' : 'GET');
+  const res = await app.inject({ method, url, headers, payload, Request: InjectedRequest });
+  let body: unknown;
+  try {
+    body = res.body ? JSON.parse(res.body) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, text: res.body, body };
+}
