@@ -1,4 +1,5 @@
 import { problemType } from '../../src/problems/problem-types';
+import { TENANT_A_KEY } from '../support/api-keys';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
 
 /*
@@ -189,6 +190,12 @@ describe('Problem Details', () => {
     expect(wrong.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
     const basic = await call(api.app, '/orders', { key: null, headers: { authorization: 'Basic dXNlcjpwdw==' } });
     expect(basic.status).toBe(401);
+    // Which of two keys would count is a guess: refused, even when one of them is valid.
+    const twice = await call(api.app, '/orders', {
+      key: null, headers: { authorization: [`Bearer ${TENANT_A_KEY}`, 'Bearer key-of-nobody-0123456789'] },
+    });
+    expect(twice.status).toBe(401);
+    expect(twice.headers['www-authenticate']).toBe('Bearer error="invalid_request"');
   });
 
   test('401 protects every API route; root, health, task types and the problem catalogue are public', async () => {

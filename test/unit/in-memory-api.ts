@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app';
-import { loadConfig } from '../../src/config';
+import { DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
 import { exampleResources, exampleTaskTypes } from '../../src/examples';
 import { IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
 import { createLogger } from '../../src/logger';
@@ -67,6 +67,8 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
     logger,
     apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}` }).apiKeys,
     bodyLimitBytes: 64 * 1024,
+    // No idle limit: inject has no socket whose timeout a `Prefer: wait` could lift (the integration tests have one).
+    http: { ...DEFAULT_HTTP_LIMITS, idleTimeoutMs: 0 },
     readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
     resources: { registry: resourceRegistry, store: resources, idempotency },
     routes: [
@@ -100,7 +102,8 @@ export interface Call {
   body?: unknown;
   /** sent as is */
   raw?: string;
-  headers?: Record<string, string>;
+  /** a list sends the header once per value */
+  headers?: Record<string, string | string[]>;
   /** tenant-a's key unless told; null sends no Authorization */
   key?: string | null;
 }
@@ -129,7 +132,7 @@ class InjectedRequest extends Readable {
 
 /** One request through Fastify's inject: every plugin and hook runs, no socket. */
 export async function call(app: FastifyInstance, url: string, c: Call = {}): Promise<Answer> {
-  const headers: Record<string, string> = { ...(c.key === null ? {} : bearer(c.key)), ...c.headers };
+  const headers: Record<string, string | string[]> = { ...(c.key === null ? {} : bearer(c.key)), ...c.headers };
   let payload = c.raw;
   if (c.body !== undefined) {
     payload = JSON.stringify(c.body);

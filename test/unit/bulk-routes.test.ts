@@ -1,0 +1,102 @@
+import { problemType } from '../../src/problems/problem-types';
+import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+
+/* Bulk create and update over in-memory Kafka: all or none in one transaction, per-element errors otherwise. */
+let api: InMemoryApi;
+beforeAll(async () => {
+  api = await inMemoryApi();
+});
+afterAll(() => api.app.close());
+
+const order = (itemCount: unknown, orderNumber = 1) => ({ orderNumber, itemCount, status: 'open' });
+const total = () => api.resources.count('orders');
+const transactions = () => api.kafka.publisher.published.length;
+
+describe('bulk create', () => {
+  test('spec example: itemCount 42 and -100 fails as a whole, one errors[] entry per failed element', async () => {
+    const before = total();
+    const res = await call(api.app, '/orders', { body: { order: [order(42), order(-100)] } });
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body.type).toBe(problemType('bulk-failed'));
+    expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/orders/1', status: 400 })]);
+    expect(res.body.errors[0].errors[0].instance).toBe('/itemCount');
+    expect(total()).toBe(before);
+  });
+
+  test('all valid: 201 listing them under _embedded, written in one publish', async () => {
+    const before = total();
+    const publishes = jest.spyOn(api.kafka.publisher, 'publish');
+    try {
+      const res = await call(api.app, '/orders', { body: { order: [order(1, 10), order(2, 11), order(3, 12)] } });
+      expect(res.status).toBe(201);
+      expect(res.body._embedded.orders.map((o: { orderNumber: number }) => o.orderNumber)).toEqual([10, 11, 12]);
+      expect(res.body.count).toBe(3);
+      expect(publishes).toHaveBeenCalledTimes(1);
+      expect(total()).toBe(before + 3);
+    } finally {
+      publishes.mockRestore();
+    }
+  });
+
+  test('a malformed bulk body is a 400 with pointers', async () => {
+    const empty = await call(api.app, '/orders', { body: { order: [] } });
+    expect(empty.status).toBe(400);
+    expect(empty.body.errors[0].instance).toBe('/order');
+    const extra = await call(api.app, '/orders', { body: { order: [order(1)], note: 'x' } });
+    expect(extra.status).toBe(400);
+    expect(extra.body.errors[0].instance).toBe('/note');
+    expect((await call(api.app, '/orders?atomic=maybe', { body: { order: [order(1)] } })).status).toBe(400);
+  });
+
+  test('non-atomic on opt-in: the valid elements are created, the failure reported with processed', async () => {
+    const before = total();
+    const res = await call(api.app, '/orders?atomic=false', { body: { order: [order(5, 30), order(0, 31)] } });
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(problemType('bulk-partially-failed'));
+    expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/orders/1']);
+    expect(res.body.processed._embedded.orders.map((o: { orderNumber: number }) => o.orderNumber)).toEqual([30]);
+    expect(total()).toBe(before + 1);
+  });
+});
+
+describe('bulk update (PATCH /orders)', () => {
+  async function created(...numbers: number[]): Promise<{ id: string; _links: { self: { href: string } } }[]> {
+    const res = await call(api.app, '/orders', { body: { order: numbers.map((n) => order(1, n)) } });
+    expect(res.status).toBe(201);
+    return res.body._embedded.orders;
+  }
+
+  test('every listed resource is merge-patched, all in one write', async () => {
+    const [a, b] = await created(40, 41);
+    const res = await call(api.app, '/orders', {
+      method: 'PATCH', body: { order: [{ _links: a._links, status: 'shipped' }, { _links: b._links, itemCount: 9 }] },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body._embedded.orders.map((o: { status: string; itemCount: number }) => [o.status, o.itemCount]))
+      .toEqual([['shipped', 1], ['open', 9]]);
+  });
+
+  test('one failing element changes none: 400, or 404 when every failure is a missing resource', async () => {
+    const [a] = await created(50);
+    const before = transactions();
+    const invalid = await call(api.app, '/orders', {
+      method: 'PATCH', body: { order: [{ _links: a._links, status: 'packed' }, { _links: a._links, itemCount: -1 }] },
+    });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.errors[0]).toMatchObject({ instance: '/orders/1', status: 400 });
+    const missing = await call(api.app, '/orders', {
+      method: 'PATCH', body: { order: [{ _links: { self: { href: '/orders/no-such-order' } }, status: 'x' }] },
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.body.errors[0]).toMatchObject({ instance: '/orders/0', status: 404 });
+    expect(transactions()).toBe(before);
+    expect((await call(api.app, a._links.self.href)).body.status).toBe('open');
+  });
+
+  test('an element without _links.self.href fails: the body must carry the URLs', async () => {
+    const res = await call(api.app, '/orders', { method: 'PATCH', body: { order: [{ status: 'shipped' }, 'text'] } });
+    expect(res.status).toBe(400);
+    expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/orders/0', '/orders/1']);
+  });
+});

@@ -1,0 +1,95 @@
+import type { IdempotencyRecord } from '../../src/idempotency/idempotency-keys';
+import { problemType } from '../../src/problems/problem-types';
+import { TENANT_B_KEY } from '../support/api-keys';
+import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+
+/* Idempotency-Key on the creating POSTs, over in-memory Kafka (the keys' topic is a FakeKafka view too). */
+let api: InMemoryApi;
+beforeAll(async () => {
+  api = await inMemoryApi({ allowPrivate: true });
+});
+afterAll(() => api.app.close());
+
+let n = 0;
+const freshKey = () => `"key-${Date.now()}-${(n += 1)}"`;
+const countdown = { type: 'countdown', input: { steps: 2, stepMs: 0 } };
+const keyed = (key: string, extra: Record<string, string> = {}) => ({ headers: { 'idempotency-key': key, ...extra } });
+
+describe('Idempotency-Key', () => {
+  test('a repeat of POST /tasks answers the same task with Idempotent-Replayed, and submits nothing', async () => {
+    const key = freshKey();
+    const first = await call(api.app, '/tasks', { body: countdown, ...keyed(key) });
+    expect(first.status).toBe(202);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const requests = () => api.kafka.publisher.on(api.kafka.topics.taskRequests).length;
+    const before = requests();
+    // Key order in the body does not make another request.
+    const again = await call(api.app, '/tasks', { body: { input: countdown.input, type: 'countdown' }, ...keyed(key) });
+    expect(again.status).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.taskId).toBe(first.body.taskId);
+    expect(again.headers.location).toBe(first.headers.location);
+    expect(requests()).toBe(before);
+  });
+
+  test('the same key with another body is 422; the key is per tenant', async () => {
+    const key = freshKey();
+    expect((await call(api.app, '/tasks', { body: countdown, ...keyed(key) })).status).toBe(202);
+    const other = await call(api.app, '/tasks', { body: { ...countdown, input: { steps: 3, stepMs: 0 } }, ...keyed(key) });
+    expect(other.status).toBe(422);
+    expect(other.body.type).toBe(problemType('idempotency-key-reused'));
+    const tenantB = await call(api.app, '/tasks', { body: countdown, key: TENANT_B_KEY, ...keyed(key) });
+    expect(tenantB.status).toBe(202);
+    expect(tenantB.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  test('a 400 leaves no trace: the key can be used again for a valid request', async () => {
+    const key = freshKey();
+    const invalid = await call(api.app, '/orders', { body: { orderNumber: 1, itemCount: 0, status: 'open' }, ...keyed(key) });
+    expect(invalid.status).toBe(400);
+    const valid = await call(api.app, '/orders', { body: { orderNumber: 1, itemCount: 1, status: 'open' }, ...keyed(key) });
+    expect(valid.status).toBe(201);
+    const repeat = await call(api.app, '/orders', { body: { orderNumber: 1, itemCount: 1, status: 'open' }, ...keyed(key) });
+    expect(repeat.headers['idempotent-replayed']).toBe('true');
+    expect(repeat.body.id).toBe(valid.body.id);
+  });
+
+  test('a repeated POST /subscriptions shows the same subscription and its secret again', async () => {
+    const key = freshKey();
+    const body = { callbackUrl: 'http://127.0.0.1:9/hook', mode: 'continuous', events: ['order.created'] };
+    const first = await call(api.app, '/subscriptions', { body, ...keyed(key) });
+    const again = await call(api.app, '/subscriptions', { body, ...keyed(key) });
+    expect(again.status).toBe(201);
+    expect(again.body).toMatchObject({ UUID: first.body.UUID, secret: first.body.secret });
+    expect(api.subscriptions.list('tenant-a').filter((s) => s.id === first.body.UUID)).toHaveLength(1);
+  });
+
+  test('a key another instance has claimed and not answered yet is 409 with Retry-After', async () => {
+    const key = 'claimed-elsewhere';
+    const request = await call(api.app, '/tasks', { body: countdown, ...keyed(`"${key}-probe"`) });
+    expect(request.status).toBe(202);
+    // The claim another api instance wrote, for the same request: this instance sees it in the keys' view.
+    const scope = `tenant-a/${key}`;
+    const probe = api.kafka.publisher.published.find((r) => r.key === `tenant-a/${key}-probe`);
+    const fingerprint = JSON.parse(String(probe?.value)).fingerprint as string;
+    const claim: IdempotencyRecord = { kind: 'claim', scope, claimId: 'elsewhere', fingerprint, at: Date.now() };
+    await api.kafka.publisher.publish([
+      { topic: api.kafka.topics.idempotencyKeys, key: `!claim/${scope}`, value: JSON.stringify(claim) },
+    ]);
+    const res = await call(api.app, '/tasks', { body: countdown, ...keyed(`"${key}"`) });
+    expect(res.status).toBe(409);
+    expect(res.body.type).toBe(problemType('idempotency-key-in-flight'));
+    expect(res.headers['retry-after']).toBe('1');
+  });
+
+  test('a malformed key, or the header twice, is a 400 idempotency-key-invalid', async () => {
+    for (const headers of [{ 'idempotency-key': '"unterminated' }, { 'idempotency-key': `"${'k'.repeat(256)}"` }]) {
+      const res = await call(api.app, '/tasks', { body: countdown, headers });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('idempotency-key-invalid'));
+    }
+    const twice = await call(api.app, '/tasks', { body: countdown, headers: { 'idempotency-key': ['"a"', '"b"'] } });
+    expect(twice.status).toBe(400);
+    expect(twice.body.detail).toMatch(/more than once/);
+  });
+});

@@ -1,0 +1,127 @@
+import { problemType } from '../../src/problems/problem-types';
+import { TENANT_B_KEY } from '../support/api-keys';
+import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+
+/*
+ * Subscriptions over in-memory Kafka. The callback URL policy is asked with literal addresses only (no DNS); the
+ * strict api refuses internal targets as production does, the tolerant one (CALLBACK_ALLOW_PRIVATE) takes them.
+ */
+let strict: InMemoryApi;
+let tolerant: InMemoryApi;
+beforeAll(async () => {
+  [strict, tolerant] = await Promise.all([inMemoryApi(), inMemoryApi({ allowPrivate: true })]);
+});
+afterAll(() => Promise.all([strict.app.close(), tolerant.app.close()]));
+
+const subscription = { callbackUrl: 'http://127.0.0.1:9/hook', mode: 'continuous', events: ['task.succeeded'] };
+
+async function subscribe(body: unknown = subscription, key?: string) {
+  const res = await call(tolerant.app, '/subscriptions', { body, key });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+describe('POST /subscriptions', () => {
+  test('201 with Location, the UUID and the secret, which only this answer shows', async () => {
+    const res = await call(tolerant.app, '/subscriptions', { body: subscription });
+    expect(res.status).toBe(201);
+    const { UUID } = res.body;
+    expect(res.headers.location).toBe(`/subscriptions/${UUID}`);
+    expect(res.body).toMatchObject({
+      status: 'active', mode: 'continuous', events: ['task.succeeded'], secret: expect.stringMatching(/^whsec_/),
+      message: expect.any(String), _links: { self: { href: `/subscriptions/${UUID}` } },
+    });
+    const later = await call(tolerant.app, `/subscriptions/${UUID}`);
+    expect(later.body.UUID).toBe(UUID);
+    expect(later.body.secret).toBeUndefined();
+  });
+
+  test.each([
+    ['not absolute', 'hook'],
+    ['not http(s)', 'ftp://93.184.215.14/hook'],
+    ['with credentials', 'http://user:pw@93.184.215.14/hook'],
+  ])('a callbackUrl %s is 403 even where private targets are allowed, and nothing is written', async (_why, url) => {
+    const before = tolerant.kafka.publisher.published.length;
+    const res = await call(tolerant.app, '/subscriptions', { body: { ...subscription, callbackUrl: url } });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({
+      type: problemType('subscription-rejected'), status: 403, errors: [{ instance: '/callbackUrl', status: 403 }],
+    });
+    expect(tolerant.kafka.publisher.published.length).toBe(before);
+  });
+
+  test.each(['http://127.0.0.1/hook', 'http://10.1.2.3/hook', 'http://169.254.169.254/latest', 'http://[::1]:8080/x'])(
+    'an internal target (%s) is 403 unless CALLBACK_ALLOW_PRIVATE', async (url) => {
+      const res = await call(strict.app, '/subscriptions', { body: { ...subscription, callbackUrl: url } });
+      expect(res.status).toBe(403);
+      expect(res.body.errors[0].detail).toMatch(/internal address/);
+    },
+  );
+
+  test('a public literal address is accepted by the strict policy', async () => {
+    const res = await call(strict.app, '/subscriptions', { body: { ...subscription, callbackUrl: 'https://93.184.215.14/hook' } });
+    expect(res.status).toBe(201);
+  });
+
+  test('400 with pointers: a mode, an event kind, or taskId and events both or neither', async () => {
+    const bad = await call(tolerant.app, '/subscriptions', { body: { ...subscription, mode: 'sometimes', events: ['task.exploded'] } });
+    expect(bad.status).toBe(400);
+    const pointers = bad.body.errors.map((e: { instance: string }) => e.instance);
+    expect(pointers).toEqual(expect.arrayContaining(['/mode', '/events/0']));
+    const neither = await call(tolerant.app, '/subscriptions', { body: { callbackUrl: subscription.callbackUrl, mode: 'once' } });
+    expect(neither.status).toBe(400);
+    expect(neither.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/events']);
+  });
+
+  test('a subscription to a task needs the caller\'s own task', async () => {
+    const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
+    const { taskId } = task.body;
+    const mine = await call(tolerant.app, '/subscriptions', { body: { callbackUrl: subscription.callbackUrl, mode: 'once', taskId } });
+    expect(mine.status).toBe(201);
+    expect(mine.body._links.task).toEqual({ href: `/tasks/${taskId}` });
+    const theirs = await call(tolerant.app, '/subscriptions', {
+      key: TENANT_B_KEY, body: { callbackUrl: subscription.callbackUrl, mode: 'once', taskId },
+    });
+    expect(theirs.status).toBe(400);
+    expect(theirs.body.errors[0].instance).toBe('/taskId');
+  });
+});
+
+describe('reading and cancelling', () => {
+  test('another tenant\'s subscription is 404, and absent from its list', async () => {
+    const { UUID } = await subscribe();
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`, { key: TENANT_B_KEY })).status).toBe(404);
+    expect((await call(tolerant.app, `/subscriptions/${UUID}/deliveries`, { key: TENANT_B_KEY })).status).toBe(404);
+    const cancel = await call(tolerant.app, `/subscriptions/${UUID}`, { key: TENANT_B_KEY, method: 'PUT' });
+    expect(cancel.status).toBe(404);
+    const list = await call(tolerant.app, '/subscriptions?limit=100', { key: TENANT_B_KEY });
+    expect(list.body._links.item.map((l: { href: string }) => l.href)).not.toContain(`/subscriptions/${UUID}`);
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
+  });
+
+  test('the delivery history is paged and starts empty', async () => {
+    const { UUID } = await subscribe();
+    const res = await call(tolerant.app, `/subscriptions/${UUID}/deliveries`);
+    expect(res.body).toMatchObject({ count: 0, total: 0, attempts: [], _links: { subscription: { href: `/subscriptions/${UUID}` } } });
+  });
+
+  test('PUT cancels: 202 with UUID and message; repeatable; the subscription then reads cancelled', async () => {
+    const { UUID } = await subscribe();
+    for (let i = 0; i < 2; i += 1) {
+      const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT' });
+      expect(res.status).toBe(202);
+      expect(res.body).toMatchObject({ UUID, message: expect.any(String), _links: { self: { href: `/subscriptions/${UUID}` } } });
+    }
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body).toMatchObject({ status: 'cancelled', cancelReason: 'requested' });
+  });
+
+  test('a PUT whose body names another UUID is 403 and cancels nothing', async () => {
+    const { UUID } = await subscribe();
+    const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body: { UUID: 'someone-else' } });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ type: problemType('uuid-mismatch'), errors: [{ instance: '/UUID' }] });
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
+    const same = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body: { UUID } });
+    expect(same.status).toBe(202);
+  });
+});
