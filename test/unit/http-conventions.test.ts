@@ -35,7 +35,7 @@ describe('HAL', () => {
     expect(res.body._links.orders).toEqual({ href: '/orders' });
   });
 
-  test('a resource has _links.self, its collection, and its relations as links (an array for a to-many one)', async () => {
+  test('a resource links itself, its collection and its relations (a to-many one as an array)', async () => {
     const id = await createOrder();
     const res = await call(api.app, `/orders/${id}`);
     expect(res.status).toBe(200);
@@ -92,7 +92,8 @@ describe('fields and embedded', () => {
     for (const param of ['embedded', 'embed']) {
       const res = await call(api.app, `/orders/${id}?${param}=author,nosuchrelation`);
       expect(Object.keys(res.body._embedded)).toEqual(['author']);
-      expect(res.body._embedded.author).toMatchObject({ id: 'u-ada', name: 'Ada Lovelace', _links: { self: { href: '/users/u-ada' } } });
+      expect(res.body._embedded.author)
+        .toMatchObject({ id: 'u-ada', name: 'Ada Lovelace', _links: { self: { href: '/users/u-ada' } } });
     }
     const both = await call(api.app, `/orders/${id}?embedded=author,items`);
     expect(both.body._embedded.items.map((i: { id: string }) => i.id)).toEqual(['i-widget']);
@@ -119,7 +120,9 @@ describe('fields and embedded', () => {
       method: 'PUT', body: { orderNumber: 8, itemCount: 5, status: 'open' },
     });
     expect(replaced.body).toEqual({ itemCount: 5 });
-    const patched = await call(api.app, `/orders/${id}?fields=status`, { method: 'PATCH', body: { status: 'shipped' } });
+    const patched = await call(api.app, `/orders/${id}?fields=status`, {
+      method: 'PATCH', body: { status: 'shipped' },
+    });
     expect(patched.body).toEqual({ status: 'shipped' });
   });
 
@@ -158,13 +161,17 @@ describe('Problem Details', () => {
   });
 
   test('400: a relation naming a missing resource is an error for that field, a to-many one by index', async () => {
-    const res = await call(api.app, '/orders', { body: { ...newOrder, author: 'u-nobody', items: ['i-widget', 'i-none'] } });
+    const res = await call(api.app, '/orders', {
+      body: { ...newOrder, author: 'u-nobody', items: ['i-widget', 'i-none'] },
+    });
     expect(res.status).toBe(400);
     expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/author', '/items/1']);
   });
 
   test('400: a body that is not JSON, or not an object', async () => {
-    const malformed = await call(api.app, '/orders', { raw: '{"orderNumber":', headers: { 'content-type': 'application/json' } });
+    const malformed = await call(api.app, '/orders', {
+      raw: '{"orderNumber":', headers: { 'content-type': 'application/json' },
+    });
     expect(malformed.status).toBe(400);
     isProblem(malformed, 400);
     expect(malformed.body.type).toBe(problemType('malformed-body'));
@@ -233,7 +240,8 @@ describe('Problem Details', () => {
     const res = await call(api.app, '/orders', { headers: { accept: 'text/csv' } });
     expect(res.status).toBe(406);
     isProblem(res, 406);
-    expect((await call(api.app, '/orders', { headers: { accept: 'application/json;q=0, text/html' } })).status).toBe(406);
+    expect((await call(api.app, '/orders', { headers: { accept: 'application/json;q=0, text/html' } })).status)
+      .toBe(406);
     for (const accept of ['*/*', 'application/hal+json', 'text/html, application/*;q=0.2']) {
       expect((await call(api.app, '/orders', { headers: { accept } })).status).toBe(200);
     }
@@ -300,7 +308,8 @@ describe('methods', () => {
     const id = await createOrder();
     const partial = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { status: 'packed' } });
     expect(partial.status).toBe(400);
-    expect(partial.body.errors.map((e: { instance: string }) => e.instance)).toEqual(expect.arrayContaining(['/orderNumber', '/itemCount']));
+    expect(partial.body.errors.map((e: { instance: string }) => e.instance))
+      .toEqual(expect.arrayContaining(['/orderNumber', '/itemCount']));
     expect((await call(api.app, `/orders/${id}`)).body.status).toBe('open');
     const missing = await call(api.app, '/orders/no-such-order', { method: 'PUT', body: newOrder });
     expect(missing.status).toBe(404);

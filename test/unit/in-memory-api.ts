@@ -9,7 +9,9 @@ import { ResourceRegistry } from '../../src/resources/resource-registry';
 import { ResourceStore } from '../../src/resources/resource-store';
 import { seedResources } from '../../src/resources/seed';
 import { DeliveryHistory } from '../../src/subscriptions/delivery-attempt';
-import { newSubscriptionRepresentation, subscriptionRepresentation } from '../../src/subscriptions/subscription-representation';
+import {
+  newSubscriptionRepresentation, subscriptionRepresentation,
+} from '../../src/subscriptions/subscription-representation';
 import { subscriptionRoutes, taskSubscriber } from '../../src/subscriptions/subscription-routes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { TASK_EVENT_KINDS } from '../../src/tasks/task-events';
@@ -55,7 +57,9 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
   });
   await seedResources(resourceRegistry, resources);
   const tasks = await TaskStore.open(kafka, { publisher, topics: kafka.topics, timeoutMs, retentionMs: 3600000 });
-  const subscriptions = await SubscriptionStore.open(kafka, { publisher, topic: kafka.topics.subscriptions, timeoutMs });
+  const subscriptions = await SubscriptionStore.open(kafka, {
+    publisher, topic: kafka.topics.subscriptions, timeoutMs,
+  });
   const history = await DeliveryHistory.open(kafka);
   const resourceEvents = resourceRegistry.all().flatMap(({ decl }) =>
     ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));

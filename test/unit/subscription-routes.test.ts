@@ -59,16 +59,22 @@ describe('POST /subscriptions', () => {
   );
 
   test('a public literal address is accepted by the strict policy', async () => {
-    const res = await call(strict.app, '/subscriptions', { body: { ...subscription, callbackUrl: 'https://93.184.215.14/hook' } });
+    const res = await call(strict.app, '/subscriptions', {
+      body: { ...subscription, callbackUrl: 'https://93.184.215.14/hook' },
+    });
     expect(res.status).toBe(201);
   });
 
   test('400 with pointers: a mode, an event kind, or taskId and events both or neither', async () => {
-    const bad = await call(tolerant.app, '/subscriptions', { body: { ...subscription, mode: 'sometimes', events: ['task.exploded'] } });
+    const bad = await call(tolerant.app, '/subscriptions', {
+      body: { ...subscription, mode: 'sometimes', events: ['task.exploded'] },
+    });
     expect(bad.status).toBe(400);
     const pointers = bad.body.errors.map((e: { instance: string }) => e.instance);
     expect(pointers).toEqual(expect.arrayContaining(['/mode', '/events/0']));
-    const neither = await call(tolerant.app, '/subscriptions', { body: { callbackUrl: subscription.callbackUrl, mode: 'once' } });
+    const neither = await call(tolerant.app, '/subscriptions', {
+      body: { callbackUrl: subscription.callbackUrl, mode: 'once' },
+    });
     expect(neither.status).toBe(400);
     expect(neither.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/events']);
   });
@@ -76,7 +82,9 @@ describe('POST /subscriptions', () => {
   test('a subscription to a task needs the caller\'s own task', async () => {
     const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
     const { taskId } = task.body;
-    const mine = await call(tolerant.app, '/subscriptions', { body: { callbackUrl: subscription.callbackUrl, mode: 'once', taskId } });
+    const mine = await call(tolerant.app, '/subscriptions', {
+      body: { callbackUrl: subscription.callbackUrl, mode: 'once', taskId },
+    });
     expect(mine.status).toBe(201);
     expect(mine.body._links.task).toEqual({ href: `/tasks/${taskId}` });
     const theirs = await call(tolerant.app, '/subscriptions', {
@@ -102,7 +110,9 @@ describe('reading and cancelling', () => {
   test('the delivery history is paged and starts empty', async () => {
     const { UUID } = await subscribe();
     const res = await call(tolerant.app, `/subscriptions/${UUID}/deliveries`);
-    expect(res.body).toMatchObject({ count: 0, total: 0, attempts: [], _links: { subscription: { href: `/subscriptions/${UUID}` } } });
+    expect(res.body).toMatchObject({
+      count: 0, total: 0, attempts: [], _links: { subscription: { href: `/subscriptions/${UUID}` } },
+    });
   });
 
   test('PUT cancels: 202 with UUID and message; repeatable; the subscription then reads cancelled', async () => {
@@ -110,9 +120,11 @@ describe('reading and cancelling', () => {
     for (let i = 0; i < 2; i += 1) {
       const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT' });
       expect(res.status).toBe(202);
-      expect(res.body).toMatchObject({ UUID, message: expect.any(String), _links: { self: { href: `/subscriptions/${UUID}` } } });
+      expect(res.body)
+        .toMatchObject({ UUID, message: expect.any(String), _links: { self: { href: `/subscriptions/${UUID}` } } });
     }
-    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body).toMatchObject({ status: 'cancelled', cancelReason: 'requested' });
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body)
+      .toMatchObject({ status: 'cancelled', cancelReason: 'requested' });
   });
 
   test('a PUT whose body names another UUID is 403 and cancels nothing', async () => {

@@ -36,7 +36,7 @@ const finished = (): Partial<TaskSnapshot> => ({
 });
 
 describe('POST /tasks', () => {
-  test('202 with Location and a HAL tracking resource naming the topic, partition and offset of task.accepted', async () => {
+  test('202, Location, and a tracking resource naming the topic, partition and offset of task.accepted', async () => {
     const before = api.kafka.publisher.published.length;
     const res = await submit();
     const { taskId } = res.body;
@@ -55,8 +55,10 @@ describe('POST /tasks', () => {
       api.kafka.topics.taskEvents, api.kafka.topics.tasks, api.kafka.topics.taskRequests,
     ]);
     expect(written[0]).toMatchObject({ key: taskId, headers: { ce_type: 'task.accepted', ce_subject: taskId } });
-    expect(JSON.parse(String(written[1].value))).toMatchObject({ offset: res.body.offset, partition: res.body.partition });
-    expect(JSON.parse(String(written[2].value))).toMatchObject({ type: 'countdown', input: countdown.input, tenant: 'tenant-a' });
+    expect(JSON.parse(String(written[1].value)))
+      .toMatchObject({ offset: res.body.offset, partition: res.body.partition });
+    expect(JSON.parse(String(written[2].value)))
+      .toMatchObject({ type: 'countdown', input: countdown.input, tenant: 'tenant-a' });
   });
 
   test('an unknown type or invalid input is a 400 with pointers, and nothing is written', async () => {
@@ -66,7 +68,8 @@ describe('POST /tasks', () => {
     expect(unknown.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/type']);
     const invalid = await call(api.app, '/tasks', { body: { type: 'countdown', input: { steps: 0, stepMs: 'slow' } } });
     expect(invalid.status).toBe(400);
-    expect(invalid.body.errors.map((e: { instance: string }) => e.instance).sort()).toEqual(['/input/stepMs', '/input/steps']);
+    expect(invalid.body.errors.map((e: { instance: string }) => e.instance).sort())
+      .toEqual(['/input/stepMs', '/input/steps']);
     const extra = await call(api.app, '/tasks', { body: { ...countdown, priority: 'high' } });
     expect(extra.status).toBe(400);
     expect(api.kafka.publisher.published.length).toBe(before);
@@ -75,10 +78,13 @@ describe('POST /tasks', () => {
   test('a callbackUrl creates the subscription in the same transaction, its secret shown once in the 202', async () => {
     const tolerant = await inMemoryApi({ allowPrivate: true });
     try {
-      const res = await call(tolerant.app, '/tasks', { body: { ...countdown, callbackUrl: 'http://127.0.0.1:9/hook' } });
+      const res = await call(tolerant.app, '/tasks', {
+        body: { ...countdown, callbackUrl: 'http://127.0.0.1:9/hook' },
+      });
       expect(res.status).toBe(202);
       const subscription = res.body._embedded.subscription;
-      expect(subscription).toMatchObject({ mode: 'once', taskId: res.body.taskId, secret: expect.stringMatching(/^whsec_/) });
+      expect(subscription)
+        .toMatchObject({ mode: 'once', taskId: res.body.taskId, secret: expect.stringMatching(/^whsec_/) });
       expect(res.body._links.subscription).toEqual({ href: `/subscriptions/${subscription.UUID}` });
       const topics = tolerant.kafka.publisher.published.map((r) => r.topic);
       expect(topics).toContain(tolerant.kafka.topics.subscriptions);
@@ -94,7 +100,8 @@ describe('POST /tasks', () => {
     const before = api.kafka.publisher.published.length;
     const res = await call(api.app, '/tasks', { body: { ...countdown, callbackUrl: 'http://10.0.0.7/hook' } });
     expect(res.status).toBe(403);
-    expect(res.body).toMatchObject({ type: problemType('subscription-rejected'), errors: [{ instance: '/callbackUrl' }] });
+    expect(res.body)
+      .toMatchObject({ type: problemType('subscription-rejected'), errors: [{ instance: '/callbackUrl' }] });
     expect(api.kafka.publisher.published.length).toBe(before);
   });
 
@@ -237,7 +244,8 @@ describe('task types', () => {
     expect(res.status).toBe(200);
     const types = res.body._embedded['task-types'];
     expect(types.map((t: { name: string }) => t.name)).toEqual(['countdown', 'order-report']);
-    expect(types[0]).toMatchObject({ inputSchema: { type: 'object' }, _links: { tasks: { href: '/tasks?type=countdown' } } });
+    expect(types[0])
+      .toMatchObject({ inputSchema: { type: 'object' }, _links: { tasks: { href: '/tasks?type=countdown' } } });
   });
 
   test('GET /task-types/{name} is one type, or 404', async () => {

@@ -1,0 +1,62 @@
+import type { FastifyRequest } from 'fastify';
+import { acceptedRanges } from '../../src/http/content-negotiation';
+import { link } from '../../src/http/hal';
+import { pageLinks } from '../../src/http/paging';
+import { MAX_WAIT_SECONDS, preferredWait } from '../../src/http/prefer';
+import type { TaskSnapshot } from '../../src/tasks/task-snapshot';
+import { pollIntervalSeconds } from '../../src/tasks/task-routes';
+
+/** preferredWait reads only the Prefer header of the request. */
+const withPrefer = (prefer?: string | string[]) => ({ headers: { prefer } }) as unknown as FastifyRequest;
+
+describe('Accept', () => {
+  test('the ranges a client accepts at all, lower-cased, parameters dropped; q=0 means not acceptable', () => {
+    expect(acceptedRanges('Application/HAL+JSON; charset=utf-8, text/html;q=0.5, application/json;q=0'))
+      .toEqual(['application/hal+json', 'text/html']);
+    expect(acceptedRanges('*/*')).toEqual(['*/*']);
+  });
+});
+
+describe('Prefer: wait (RFC 7240)', () => {
+  test('seconds, among other preferences, quoted or not, capped', () => {
+    expect(preferredWait(withPrefer('wait=10'))).toBe(10);
+    expect(preferredWait(withPrefer('respond-async, wait="5"'))).toBe(5);
+    expect(preferredWait(withPrefer(['return=minimal', 'Wait = 3']))).toBe(3);
+    expect(preferredWait(withPrefer('wait=3600'))).toBe(MAX_WAIT_SECONDS);
+  });
+
+  test('absent or not understood is no preference, never an error', () => {
+    expect(preferredWait(withPrefer())).toBeUndefined();
+    expect(preferredWait(withPrefer('wait=soon'))).toBeUndefined();
+    expect(preferredWait(withPrefer('wait=-1'))).toBeUndefined();
+    expect(preferredWait(withPrefer('handling=lenient'))).toBeUndefined();
+  });
+});
+
+describe('Retry-After of a task that is not final', () => {
+  const created = (ageMs: number, now: number) => ({ createdAt: new Date(now - ageMs).toISOString() }) as TaskSnapshot;
+  test('1 s in its first 10 s, 2 s until a minute, 5 s after', () => {
+    const now = Date.now();
+    expect([0, 9999, 10000, 59999, 60000, 3_600_000].map((age) => pollIntervalSeconds(created(age, now), now)))
+      .toEqual([1, 1, 2, 2, 5, 5]);
+  });
+});
+
+describe('links', () => {
+  test('hrefs never end in / except the root itself', () => {
+    expect(link('/orders/')).toEqual({ href: '/orders' });
+    expect(link('/orders//')).toEqual({ href: '/orders' });
+    expect(link('/')).toEqual({ href: '/' });
+  });
+
+  test('a page links itself, next while more remain, prev when not at the start', () => {
+    expect(pageLinks('/orders', 0, 10, 25)).toEqual({
+      self: { href: '/orders?offset=0&limit=10' }, next: { href: '/orders?offset=10&limit=10' },
+    });
+    expect(pageLinks('/orders', 20, 10, 25)).toEqual({
+      self: { href: '/orders?offset=20&limit=10' }, prev: { href: '/orders?offset=10&limit=10' },
+    });
+    expect(pageLinks('/tasks', 5, 10, 8, 'status=running&').prev)
+      .toEqual({ href: '/tasks?status=running&offset=0&limit=10' });
+  });
+});

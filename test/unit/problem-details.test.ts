@@ -1,0 +1,58 @@
+import { fieldErrors, problem } from '../../src/problems/problem-detail';
+import { problemKindOf, ProblemError } from '../../src/problems/problem-error';
+import { problemType } from '../../src/problems/problem-types';
+import { compile, requireObjectBody, validationErrors } from '../../src/problems/validation';
+import { KafkaUnavailableError } from '../../src/kafka/types';
+
+describe('Problem Details', () => {
+  test('a problem of a kind carries its type URI, title and status; extras may override the status', () => {
+    expect(problem('not-found', 'gone'))
+      .toEqual({ type: problemType('not-found'), title: 'Not found', status: 404, detail: 'gone' });
+    expect(problem('not-found', 'x', { status: 410, instance: '/a' })).toMatchObject({ status: 410, instance: '/a' });
+  });
+
+  test('a ProblemError\'s status follows its kind unless given', () => {
+    expect(new ProblemError('unauthorized', 'no key').status).toBe(401);
+    expect(new ProblemError('bulk-failed', 'all missing', { status: 404 }).status).toBe(404);
+  });
+
+  test('an error from below the HTTP layer names its kind; an unknown kind or a plain error names none', () => {
+    expect(problemKindOf(new KafkaUnavailableError('down'))).toBe('kafka-unavailable');
+    expect(problemKindOf(Object.assign(new Error('x'), { problemKind: 'no-such-kind' }))).toBeUndefined();
+    expect(problemKindOf(new Error('plain'))).toBeUndefined();
+    expect(problemKindOf({ problemKind: 'not-found' })).toBeUndefined();
+  });
+});
+
+describe('validation errors as JSON pointers', () => {
+  const validate = compile({
+    type: 'object',
+    properties: { itemCount: { type: 'integer', minimum: 1 }, tags: { type: 'array', items: { type: 'string' } } },
+    required: ['itemCount'],
+    additionalProperties: false,
+  });
+
+  test('one entry per offending field: a wrong value, a missing field, an unknown one, an array element', () => {
+    const errors = validationErrors(validate, { tags: ['a', 2], colour: 'red' });
+    expect(errors.map((e) => e.instance).sort()).toEqual(['/colour', '/itemCount', '/tags/1']);
+    expect(errors.find((e) => e.instance === '/colour')?.detail).toBe('/colour is not a known field');
+    for (const e of errors) expect(e).toMatchObject({ type: problemType('invalid-field'), status: 400 });
+  });
+
+  test('no coercion: "42" is not an integer', () => {
+    expect(validationErrors(validate, { itemCount: '42' }).map((e) => e.instance)).toEqual(['/itemCount']);
+    expect(validationErrors(validate, { itemCount: 42 })).toEqual([]);
+  });
+
+  test('pointers go below a prefix; an error at the root is /', () => {
+    expect(validationErrors(validate, { itemCount: 0 }, '/input').map((e) => e.instance)).toEqual(['/input/itemCount']);
+    expect(fieldErrors([{ instancePath: '', message: 'must be an object' }])[0].instance).toBe('/');
+  });
+
+  test('a body that is not an object is a validation-failed ProblemError', () => {
+    for (const body of [null, [], 'text', 3]) {
+      expect(() => requireObjectBody(body)).toThrow(ProblemError);
+    }
+    expect(requireObjectBody({ a: 1 })).toEqual({ a: 1 });
+  });
+});
