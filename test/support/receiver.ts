@@ -19,6 +19,8 @@ export interface Reply {
 export class Receiver {
   readonly received: Received[] = [];
   private server: Server | undefined;
+  /** woken on every request that arrives: waitFor awaits these instead of polling */
+  private readonly arrivals = new Set<() => void>();
   url = '';
 
   constructor(private respond: (r: Received, index: number) => Reply = () => ({ status: 200 })) {}
@@ -36,6 +38,7 @@ export class Receiver {
         try { json = JSON.parse(body); } catch { json = {} as Received['json']; }
         const r: Received = { path: req.url ?? '', headers: req.headers, body, json, at: Date.now() };
         this.received.push(r);
+        for (const wake of [...this.arrivals]) wake();
         const reply = this.respond(r, this.received.length - 1);
         const send = () => { res.writeHead(reply.status, reply.headers); res.end(); };
         if (reply.delayMs) setTimeout(send, reply.delayMs).unref(); else send();
@@ -50,11 +53,25 @@ export class Receiver {
     await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
   }
 
-  /** Waits until `count` requests arrived (or the deadline passes) and returns them. */
-  async waitFor(count: number, timeoutMs = 20000): Promise<Received[]> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.received.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
-    return this.received;
+  /** Resolves with the requests once `count` have arrived; fails after `timeoutMs`, saying how many came. */
+  waitFor(count: number, timeoutMs = 20000): Promise<Received[]> {
+    if (this.received.length >= count) return Promise.resolve(this.received);
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.arrivals.delete(arrived);
+      };
+      const arrived = () => {
+        if (this.received.length < count) return;
+        done();
+        resolve(this.received);
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`receiver ${this.url}: ${this.received.length} of ${count} requests arrived in ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.arrivals.add(arrived);
+    });
   }
 }
 
