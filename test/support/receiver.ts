@@ -68,7 +68,8 @@ export class Receiver {
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`receiver ${this.url}: ${this.received.length} of ${count} requests arrived in ${timeoutMs} ms`));
+        const tally = `${this.received.length} of ${count} requests arrived in ${timeoutMs} ms`;
+        reject(new Error(`receiver ${this.url}: ${tally}`));
       }, timeoutMs);
       this.arrivals.add(arrived);
     });

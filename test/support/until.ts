@@ -10,7 +10,9 @@ export async function until<T>(
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`until: ${what ?? describeProbe(probe)} did not come true in ${timeoutMs} ms`);
+    if (Date.now() > deadline) {
+      throw new Error(`until: ${what ?? describeProbe(probe)} did not come true in ${timeoutMs} ms`);
+    }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

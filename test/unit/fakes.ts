@@ -1,6 +1,9 @@
 import { topicNames, type Topics } from '../../src/kafka/topics';
-import type {
-  OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView, ViewSource, ViewSpec,
+import { createLogger, type Logger } from '../../src/logger';
+import {
+  KafkaUnavailableError,
+  type IncomingRecord, type OutgoingRecord, type PartitionReader, type PartitionReading, type PartitionReadOptions,
+  type PublishOptions, type Publisher, type RecordPosition, type StateView, type ViewSource, type ViewSpec,
 } from '../../src/kafka/types';
 
 /**
@@ -10,19 +13,33 @@ import type {
  */
 export class FakePublisher implements Publisher {
   readonly published: OutgoingRecord[] = [];
+  /** every committed record with its position, in commit order (what a FakePartitionReader reads) */
+  readonly log: (OutgoingRecord & RecordPosition)[] = [];
+  /** called after every commit, once its records are in the log */
+  readonly afterCommit = new Set<() => void>();
   failNext = 0;
   private offset = 0;
 
   constructor(private readonly onCommitted?: (records: OutgoingRecord[]) => void) {}
+
+  /** The offset the next record gets, whatever its topic and partition (one counter keeps the fake simple). */
+  get nextOffset(): number {
+    return this.offset;
+  }
 
   async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<RecordPosition[]> {
     if (this.failNext > 0) {
       this.failNext -= 1;
       throw new Error('Kafka did not acknowledge (fake)');
     }
+    const positions = records.map((r) => ({
+      topic: r.topic, partition: r.partition ?? 0, offset: String(this.offset++),
+    }));
     this.published.push(...records);
+    this.log.push(...records.map((r, i) => ({ ...r, ...positions[i] })));
     this.onCommitted?.(records);
-    return records.map((r) => ({ topic: r.topic, partition: r.partition ?? 0, offset: String(this.offset++) }));
+    for (const listener of [...this.afterCommit]) listener();
+    return positions;
   }
 
   async publishStaged(
@@ -137,4 +154,106 @@ export class FakeKafka implements ViewSource {
       open?.view.set(r.key, r.value === null ? undefined : open.spec.decode(r.value));
     }
   }
+}
+
+/**
+ * A PartitionReader over a FakePublisher's log: hands each committed record of the partition from the offset on, in
+ * order, waiting for the receiver before the next (as the real reader's backpressure does), and follows new commits
+ * until stopped. Offsets come from the publisher's one counter, so a partition's offsets have gaps, as transaction
+ * markers leave in Kafka.
+ */
+export class FakePartitionReader implements PartitionReader {
+  /** readings open now */
+  openReadings = 0;
+  /** called with each reading once it is positioned, as the real reader resolves open() */
+  readonly opened = new Set<(options: PartitionReadOptions) => void>();
+
+  constructor(private readonly publisher: FakePublisher) {}
+
+  async endOffset(): Promise<string> {
+    return String(this.publisher.nextOffset);
+  }
+
+  async open(options: PartitionReadOptions): Promise<PartitionReading> {
+    const { publisher } = this;
+    let position = BigInt(options.fromOffset);
+    let stopped = false;
+    let pumping = false;
+    const progress = new Set<() => void>();
+    /** waits for reached(), ended by stop() as the real reader's are */
+    const waits = new Set<{ timer: NodeJS.Timeout; reject: (err: Error) => void }>();
+    const pump = async () => {
+      if (pumping) return;
+      pumping = true;
+      try {
+        for (;;) {
+          const next = publisher.log.find((r) => r.topic === options.topic && r.partition === options.partition
+            && BigInt(r.offset) >= position);
+          if (stopped) return;
+          if (!next) {
+            // Everything committed so far was passed: on Kafka, offsets up to the end (markers included).
+            position = BigInt(Math.max(Number(position), publisher.nextOffset));
+            for (const p of [...progress]) p();
+            return;
+          }
+          const record: IncomingRecord = {
+            topic: next.topic, partition: next.partition, offset: next.offset, key: next.key, value: next.value,
+            headers: next.headers ?? {}, timestamp: String(Date.now()),
+          };
+          await options.onRecord(record);
+          position = BigInt(next.offset) + 1n;
+          for (const p of [...progress]) p();
+        }
+      } finally {
+        pumping = false;
+      }
+    };
+    const follow = () => void pump();
+    publisher.afterCommit.add(follow);
+    this.openReadings += 1;
+    const reading: PartitionReading = {
+      reached: (offset, timeoutMs) => new Promise<void>((resolve, reject) => {
+        const wait = {
+          timer: setTimeout(() => {
+            progress.delete(check);
+            waits.delete(wait);
+            reject(new KafkaUnavailableError(`offset ${offset} not reached in ${timeoutMs} ms (fake)`));
+          }, timeoutMs),
+          reject,
+        };
+        const check = () => {
+          if (position < BigInt(offset)) return;
+          clearTimeout(wait.timer);
+          progress.delete(check);
+          waits.delete(wait);
+          resolve();
+        };
+        waits.add(wait);
+        progress.add(check);
+        check();
+      }),
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        publisher.afterCommit.delete(follow);
+        for (const wait of waits) {
+          clearTimeout(wait.timer);
+          wait.reject(new Error('the reading was stopped (fake)'));
+        }
+        waits.clear();
+        progress.clear();
+        this.openReadings -= 1;
+      },
+    };
+    for (const listener of [...this.opened]) listener(options);
+    void pump();
+    return reading;
+  }
+}
+
+/** A logger at warn whose lines a test can read, parsed: what an operator would see. */
+export function capturedLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger('warn', 'test', { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { logger, lines };
 }

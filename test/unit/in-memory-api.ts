@@ -20,7 +20,7 @@ import { taskRoutes } from '../../src/tasks/task-routes';
 import { taskTypeRoutes } from '../../src/tasks/task-type-routes';
 import { TaskStore } from '../../src/tasks/task-store';
 import { TENANT_A_KEY, TENANT_B_KEY } from '../support/api-keys';
-import { FakeKafka } from './fakes';
+import { FakeKafka, FakePartitionReader } from './fakes';
 
 export interface InMemoryApi {
   app: FastifyInstance;
@@ -28,6 +28,8 @@ export interface InMemoryApi {
   tasks: TaskStore;
   resources: ResourceStore;
   subscriptions: SubscriptionStore;
+  /** what GET /tasks/{id}/events reads the task's partition with */
+  reader: FakePartitionReader;
 }
 
 export interface InMemoryApiOptions {
@@ -37,8 +39,8 @@ export interface InMemoryApiOptions {
 
 /**
  * The api role as src/service.ts wires it (the example domain seeded, tasks, task types, subscriptions,
- * Idempotency-Key), on the real stores over FakeKafka: every HTTP convention can be asked with `inject`, no broker.
- * Only the event stream (GET /tasks/{id}/events) is left out: it reads a partition, which the integration tests do.
+ * Idempotency-Key, the task event routes), on the real stores over FakeKafka: every HTTP convention can be asked with
+ * `inject`, no broker. The event routes read the publisher's log through a FakePartitionReader.
  * Tenants: tenant-a (TENANT_A_KEY) and tenant-b (TENANT_B_KEY).
  */
 export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InMemoryApi> {
@@ -61,6 +63,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
     publisher, topic: kafka.topics.subscriptions, timeoutMs,
   });
   const history = await DeliveryHistory.open(kafka);
+  const reader = new FakePartitionReader(kafka.publisher);
   const resourceEvents = resourceRegistry.all().flatMap(({ decl }) =>
     ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
   const subscriptionDeps = {
@@ -80,6 +83,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
         collections: ['tasks'],
         plugin: (a) => taskRoutes(a, {
           registry: taskRegistry, store: tasks, subscriber: taskSubscriber(subscriptionDeps), idempotency,
+          events: { reader, timeoutMs, heartbeatMs: 60000, logger },
           subscriptionOf: (id) => {
             const s = subscriptions.get(id);
             return s && subscriptionRepresentation(s, history.of(id));
@@ -94,7 +98,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
       { collections: ['subscriptions'], plugin: (a) => subscriptionRoutes(a, subscriptionDeps) },
     ],
   });
-  return { app, kafka, tasks, resources, subscriptions };
+  return { app, kafka, tasks, resources, subscriptions, reader };
 }
 
 /** The Authorization header of a test tenant. */

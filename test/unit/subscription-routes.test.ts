@@ -107,6 +107,17 @@ describe('reading and cancelling', () => {
     expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
   });
 
+  test('GET /subscriptions lists the caller\'s own, oldest first, paged', async () => {
+    const first = await subscribe(subscription, TENANT_B_KEY);
+    const second = await subscribe(subscription, TENANT_B_KEY);
+    const res = await call(tolerant.app, '/subscriptions?limit=1', { key: TENANT_B_KEY });
+    expect(res.body).toMatchObject({ count: 1, total: expect.any(Number) });
+    const all = await call(tolerant.app, '/subscriptions?limit=100', { key: TENANT_B_KEY });
+    const ids = all.body._embedded.subscriptions.map((s: { UUID: string }) => s.UUID);
+    expect(ids.indexOf(first.UUID)).toBeLessThan(ids.indexOf(second.UUID));
+    expect(res.body._links.next.href).toBe('/subscriptions?offset=1&limit=1');
+  });
+
   test('the delivery history is paged and starts empty', async () => {
     const { UUID } = await subscribe();
     const res = await call(tolerant.app, `/subscriptions/${UUID}/deliveries`);

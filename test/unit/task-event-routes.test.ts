@@ -1,0 +1,164 @@
+import { taskEventRecords, type TaskEventKind } from '../../src/tasks/task-events';
+import type { TaskSnapshot } from '../../src/tasks/task-snapshot';
+import { TENANT_B_KEY } from '../support/api-keys';
+import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+
+/*
+ * GET /tasks/{id}/events over in-memory Kafka: the task's events are read from the publisher's log by a
+ * FakePartitionReader, as the real route reads the task's partition. The runner is played by publishing its records.
+ */
+let api: InMemoryApi;
+beforeAll(async () => {
+  api = await inMemoryApi();
+});
+afterAll(() => api.app.close());
+
+const SSE = { accept: 'text/event-stream' };
+const ALL = ['task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.succeeded'];
+
+async function submit(): Promise<{ taskId: string; partition: number; offset: number }> {
+  const res = await call(api.app, '/tasks', { body: { type: 'countdown', input: { steps: 2, stepMs: 0 } } });
+  expect(res.status).toBe(202);
+  return res.body;
+}
+
+/** One event and its snapshot in one transaction, as the runner writes them. */
+async function runnerEmits(taskId: string, kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown) {
+  const now = api.tasks.get(taskId);
+  if (!now) throw new Error(`no task ${taskId}`);
+  const snapshot = { ...now, ...change, updatedAt: new Date().toISOString() };
+  await api.kafka.publisher.publish(taskEventRecords(api.kafka.topics, kind, snapshot, data));
+}
+
+const steps: [TaskEventKind, Partial<TaskSnapshot>, unknown][] = [
+  ['task.started', { status: 'running', attempt: 1 }, { attempt: 1 }],
+  ['task.progress', { progress: { current: 1, total: 2 } }, { current: 1, total: 2 }],
+  ['task.progress', { progress: { current: 2, total: 2 } }, { current: 2, total: 2 }],
+  ['task.succeeded', { status: 'succeeded', result: { steps: 2 }, finishedAt: new Date().toISOString() },
+    { result: { steps: 2 } }],
+];
+
+async function runToEnd(...taskIds: string[]): Promise<void> {
+  // Interleaved, so every task's events share the partition with another's.
+  for (const step of steps) for (const taskId of taskIds) await runnerEmits(taskId, ...step);
+}
+
+interface SseEvent {
+  id?: string;
+  event?: string;
+  data?: string;
+}
+
+function parseSse(text: string): { events: SseEvent[]; head: string } {
+  const blocks = text.split('\n\n').filter(Boolean);
+  const events = blocks.filter((b) => b.includes('event: ')).map((block) => {
+    const e: SseEvent = {};
+    for (const line of block.split('\n')) {
+      const [field, ...rest] = line.split(': ');
+      const value = rest.join(': ');
+      if (field === 'id' || field === 'event') e[field] = value;
+      if (field === 'data') e.data = e.data === undefined ? value : `${e.data}\n${value}`;
+    }
+    return e;
+  });
+  return { events, head: blocks[0] ?? '' };
+}
+
+describe('Server-Sent Events', () => {
+  test('a finished task\'s events in order: id = partition:offset (the first is the 202\'s), data = the record', async () => {
+    const task = await submit();
+    const other = await submit();
+    await runToEnd(task.taskId, other.taskId);
+    const res = await call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+    const { events, head } = parseSse(res.text);
+    expect(head).toMatch(/^retry: 1000\n: events of task /);
+    expect(events.map((e) => e.event)).toEqual(ALL);
+    expect(events[0].id).toBe(`${task.partition}:${task.offset}`);
+    const offsets = events.map((e) => Number(e.id?.split(':')[1]));
+    expect([...offsets].sort((a, b) => a - b)).toEqual(offsets);
+    for (const e of events) {
+      expect(JSON.parse(String(e.data))).toMatchObject({ event: e.event, taskId: task.taskId });
+    }
+    expect(api.reader.openReadings).toBe(0);
+  });
+
+  test('a live stream sends what the runner writes after it opened, and ends after the final event', async () => {
+    const task = await submit();
+    const opened = new Promise<void>((resolve) => {
+      const listener = () => {
+        api.reader.opened.delete(listener);
+        resolve();
+      };
+      api.reader.opened.add(listener);
+    });
+    const streaming = call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE });
+    await opened;
+    await runToEnd(task.taskId);
+    const res = await streaming;
+    expect(parseSse(res.text).events.map((e) => e.event)).toEqual(ALL);
+    expect(api.reader.openReadings).toBe(0);
+  });
+
+  test('Last-Event-ID or ?after= resumes after that event; nothing left after the last is 204', async () => {
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const all = parseSse((await call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE })).text).events;
+    const resumeAfter = (id?: string) => call(api.app, `/tasks/${task.taskId}/events`, {
+      headers: { ...SSE, 'last-event-id': String(id) },
+    });
+    const resumed = await resumeAfter(all[1].id);
+    expect(parseSse(resumed.text).events.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
+    const after = await call(api.app, `/tasks/${task.taskId}/events?after=${all[3].id}`, { headers: SSE });
+    expect(parseSse(after.text).events.map((e) => e.event)).toEqual(['task.succeeded']);
+    const done = await resumeAfter(all[4].id);
+    expect(done.status).toBe(204);
+  });
+
+  test('a cursor of another partition, or not a coordinate, is a 400 naming where it was', async () => {
+    const task = await submit();
+    const header = await call(api.app, `/tasks/${task.taskId}/events`, { headers: { ...SSE, 'last-event-id': '7:1' } });
+    expect(header.status).toBe(400);
+    expect(header.body.errors[0].instance).toBe('/headers/last-event-id');
+    const query = await call(api.app, `/tasks/${task.taskId}/events?after=soon`, { headers: SSE });
+    expect(query.status).toBe(400);
+    expect(query.body.errors[0].instance).toMatch(/^\/querystring\/after/);
+  });
+
+  test('another tenant\'s task has no events to show: 404', async () => {
+    const task = await submit();
+    expect((await call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE, key: TENANT_B_KEY })).status).toBe(404);
+  });
+});
+
+describe('the same events as HAL JSON pages', () => {
+  test('limit at a time, _links.next after the last one, complete once the final event is listed', async () => {
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const seen: string[] = [];
+    let href: string | undefined = `/tasks/${task.taskId}/events?limit=2`;
+    let pages = 0;
+    let last: { complete: boolean } | undefined;
+    while (href) {
+      const page = await call(api.app, href);
+      expect(page.status).toBe(200);
+      seen.push(...page.body.events.map((e: { event: string }) => e.event));
+      last = page.body;
+      href = page.body._links.next?.href;
+      pages += 1;
+    }
+    expect(seen).toEqual(ALL);
+    expect(pages).toBe(3);
+    expect(last?.complete).toBe(true);
+  });
+
+  test('a running task\'s page lists the events so far and is not complete', async () => {
+    const task = await submit();
+    await runnerEmits(task.taskId, ...steps[0]);
+    const page = await call(api.app, `/tasks/${task.taskId}/events`);
+    expect(page.body).toMatchObject({ count: 2, complete: false, _links: { task: { href: `/tasks/${task.taskId}` } } });
+    expect(page.body.events.map((e: { event: string }) => e.event)).toEqual(['task.accepted', 'task.started']);
+    expect(page.body._links.next).toBeUndefined();
+  });
+});
