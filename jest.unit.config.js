@@ -3,7 +3,7 @@ const base = require('./jest.config');
 
 module.exports = {
   ...base,
-  roots: ['<rootDir>/test/unit'],
+  roots: ['<rootDir>/test/unit', '<rootDir>/src', '<rootDir>/consumers'],
   globalSetup: undefined,
   globalTeardown: undefined,
   // The full run's coverage threshold is about both tiers; this tier alone reaches less.
