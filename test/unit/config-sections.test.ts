@@ -1,0 +1,75 @@
+import { ConfigError, DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
+
+/** The problems loadConfig reports for an environment, or [] when it is accepted. */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+}
+
+describe('HTTP limits', () => {
+  test('defaults; the idle bound covers a whole request plus the longest wait for Kafka', () => {
+    const c = loadConfig({});
+    expect(c.http).toEqual(DEFAULT_HTTP_LIMITS);
+    const custom = loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '20000', KAFKA_TIMEOUT_MS: '3000' }).http;
+    expect(custom.idleTimeoutMs - 20000 - 3000).toBe(DEFAULT_HTTP_LIMITS.idleTimeoutMs - 30000 - 5000);
+  });
+
+  test('the headers may not take longer than the whole request', () => {
+    const problems = problemsOf({ HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' });
+    expect(problems).toEqual(['HTTP_HEADERS_TIMEOUT_MS=20000 must not exceed HTTP_REQUEST_TIMEOUT_MS=10000']);
+  });
+});
+
+describe('PUBLIC_URL', () => {
+  test('an absolute http(s) URL, kept without its trailing slash', () => {
+    expect(loadConfig({}).publicUrl).toBeUndefined();
+    expect(loadConfig({ PUBLIC_URL: 'https://api.example.com/hookstream/' }).publicUrl)
+      .toBe('https://api.example.com/hookstream');
+  });
+
+  const refused = [
+    'api.example.com', 'ftp://api.example.com', 'https://api.example.com/?x=1', 'https://u:p@api.example.com',
+  ];
+  test.each(refused)('%s is refused, by name', (value) => {
+    expect(problemsOf({ PUBLIC_URL: value })).toEqual([expect.stringMatching(/^PUBLIC_URL=/)]);
+  });
+});
+
+describe('tracing (OTEL_*)', () => {
+  test('unasked, nothing is exported', () => {
+    expect(loadConfig({}).tracing).toEqual({ headers: {}, serviceName: 'hookstream' });
+  });
+
+  test('an OTLP endpoint asks for export, to its /v1/traces; a traces endpoint is used as given', () => {
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing.url)
+      .toBe('http://collector:4318/v1/traces');
+    const both = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b/traces',
+    };
+    expect(loadConfig(both).tracing.url).toBe('http://b/traces');
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp' }).tracing.url).toBe('http://localhost:4318/v1/traces');
+  });
+
+  test('OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turn it off; another exporter is refused', () => {
+    const none = { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a' };
+    expect(loadConfig(none).tracing.url).toBeUndefined();
+    expect(loadConfig({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' }).tracing.url).toBeUndefined();
+    expect(problemsOf({ OTEL_TRACES_EXPORTER: 'zipkin' }))
+      .toEqual(['OTEL_TRACES_EXPORTER="zipkin" must be otlp or none']);
+  });
+
+  test('headers are comma-separated key=value pairs, URL-decoded; the service name is configurable', () => {
+    const c = loadConfig({
+      OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20abc, x-team = core,broken',
+      OTEL_SERVICE_NAME: 'hookstream-eu',
+    });
+    expect(c.tracing).toMatchObject({
+      headers: { authorization: 'Bearer abc', 'x-team': 'core' }, serviceName: 'hookstream-eu',
+    });
+  });
+});
