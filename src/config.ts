@@ -252,7 +252,7 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     kafkaTimeoutMs,
     kafkaStartupTimeoutMs: r.int('KAFKA_STARTUP_TIMEOUT_MS', 120000, 1000, 86400000),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 1048576, 1024, 104857600),
-    taskConcurrency: r.int('TASK_CONCURRENCY', 16, 1, 10000),
+    taskConcurrency: r.int('TASK_CONCURRENCY', 128, 1, 10000),
     taskTimeoutMs: r.int('TASK_TIMEOUT_MS', 3600000, 100, 7 * 24 * 3600000),
     callbacks: {
       allowPrivate: r.bool('CALLBACK_ALLOW_PRIVATE', false),
