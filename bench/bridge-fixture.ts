@@ -77,13 +77,15 @@ export function benchEnv(brokers: string[], name: string, key: string): Record<s
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     CALLBACK_ALLOW_PRIVATE: 'true',
+    // For trying other settings: `TASK_CONCURRENCY=64 npm run bench -- --only=e2e`.
+    ...(process.env.TASK_CONCURRENCY ? { TASK_CONCURRENCY: process.env.TASK_CONCURRENCY } : {}),
   };
 }
 
 /** What src/main.ts registers and runs: the example domain and task types, and every consumer role. */
 export const EXAMPLE_SERVICE = { resources: exampleResources, taskTypes: exampleTaskTypes, consumers: CONSUMER_ROLES };
 
-export function startRole(brokers: string[], env: Record<string, string>, role: 'api' | 'bridge') {
+export function startRole(brokers: string[], env: Record<string, string>, role: 'api' | 'bridge' | 'runner') {
   return startService({ config: loadConfig(env), brokers, logger: createLogger('warn'), role, ...EXAMPLE_SERVICE });
 }
 

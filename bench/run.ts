@@ -21,6 +21,7 @@ import { benchEnv, EXAMPLE_SERVICE } from './bridge-fixture';
 import { bridgeFanOut } from './bridge-fan-out';
 import { bridgeLatency } from './bridge-latency';
 import { steadyStream } from './steady-stream';
+import { runnerDrain } from './runner-drain';
 
 const KEY = 'bench-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -178,6 +179,9 @@ async function main(): Promise<void> {
       } finally {
         await all.stop();
       }
+      const drain = await runnerDrain(brokers, REQUESTS, KEY, TASK);
+      report({ label: 'runner alone draining queued tasks (role runner)', ...drain });
+      rows.push(compare(`runner alone: ${drain.tasks} queued tasks finished`, drain.runnerPerSecond, undefined, '/s'));
     },
     async bridge() {
       const drain = await bridgeDrain(brokers, QUEUED_EVENTS, KEY);
