@@ -120,6 +120,7 @@ async function reads(api: RunningService, rows: Comparison[]): Promise<void> {
 
 async function endToEnd(all: RunningService, rows: Comparison[]): Promise<void> {
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const ids: string[] = [];
   await closedLoop('end-to-end submit', REQUESTS, 50, async () => {
     const res = await fetch(`${all.url}/tasks`, {
@@ -136,10 +137,14 @@ async function endToEnd(all: RunningService, rows: Comparison[]): Promise<void> 
     if (status !== 'succeeded') throw new Error(`task ${id} ended ${status}`);
   }
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   const figure = {
     label: 'end to end: submitted, run and final (role all)',
     tasks: ids.length,
     tasksPerSecond: Math.round(ids.length / seconds),
+    // This process's CPU time (api, runner, bridge and the bench's own HTTP client) per task: on a shared machine
+    // steadier than the rate, which is whatever share of the cores the process got.
+    cpuMsPerTask: +((cpu.user + cpu.system) / 1000 / ids.length).toFixed(3),
   };
   report(figure);
   rows.push(compare('tasks finished end to end (role all)', figure.tasksPerSecond, undefined, '/s'));
