@@ -186,7 +186,15 @@ async function main(): Promise<void> {
       }
       const drain = await runnerDrain(brokers, REQUESTS, KEY, TASK);
       report({ label: 'runner alone draining queued tasks (role runner)', ...drain });
-      rows.push(compare(`runner alone: ${drain.tasks} queued tasks finished`, drain.runnerPerSecond, undefined, '/s'));
+      rows.push(
+        compare(
+          `runner alone: ${drain.tasks} queued tasks finished`,
+          drain.runnerPerSecond,
+          drain.apiAcceptedPerSecond,
+          '/s',
+          'api alone accepting them, c=50',
+        ),
+      );
     },
     async bridge() {
       const drain = await bridgeDrain(brokers, QUEUED_EVENTS, KEY);

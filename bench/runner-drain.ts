@@ -11,6 +11,8 @@ import { closedLoop } from './load';
 
 export interface RunnerDrainFigure {
   tasks: number;
+  /** the same tasks accepted by the api alone (c=50, client in this process): what the runner must keep up with */
+  apiAcceptedPerSecond: number;
   runnerPerSecond: number;
   /** from starting the runner to its first final event */
   runnerFirstFinalMs: number;
@@ -27,8 +29,9 @@ export async function runnerDrain(
   const env = benchEnv(brokers, 'runner-drain', key);
   const api = await startRole(brokers, env, 'api');
   const ids = new Set<string>();
+  let apiAcceptedPerSecond = 0;
   try {
-    await closedLoop('runner drain: submit', tasks, 50, async () => {
+    ({ perSecond: apiAcceptedPerSecond } = await closedLoop('runner drain: submit', tasks, 50, async () => {
       const res = await fetch(`${api.url}/tasks`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -36,7 +39,7 @@ export async function runnerDrain(
       });
       if (res.status !== 202) throw new Error(`POST /tasks answered ${res.status}`);
       ids.add(((await res.json()) as { taskId: string }).taskId);
-    });
+    }));
   } finally {
     await api.stop();
   }
@@ -73,6 +76,7 @@ export async function runnerDrain(
   }
   return {
     tasks: ids.size,
+    apiAcceptedPerSecond,
     runnerPerSecond: Math.round((finished - 1) / Math.max(0.001, (lastAt - firstAt) / 1000)),
     runnerFirstFinalMs: Math.round(firstAt - started),
     cpuMsPerTask: +cpuMsPerTask.toFixed(3),
