@@ -13,16 +13,29 @@ import tseslint from 'typescript-eslint';
 const KAFKAJS = { name: 'kafkajs', message: 'Only src/kafka/ imports kafkajs.' };
 const PROM_CLIENT = { name: 'prom-client', message: 'Only src/metrics/ imports prom-client.' };
 const OTEL = { group: ['@opentelemetry/*'], message: 'Only src/tracing/ imports OpenTelemetry.' };
-const CONSUMERS = { group: ['**/consumers/**'], message: 'consumers → src, never back: only src/main.ts names the roles.' };
+const CONSUMERS = {
+  group: ['**/consumers/**'],
+  message: 'consumers → src, never back: only src/main.ts names the roles.',
+};
 const EMBEDDED = {
   group: ['**/embedded-kafka/*'],
   message: 'The development broker is started by src/main.ts only, never by the runtime.',
 };
 const FASTIFY = { group: ['fastify', 'fastify-plugin', '@fastify/*'], message: 'src/problems/ does not load Fastify.' };
 const ROOMS = { group: ['../*', '!../problems'], message: 'src/problems/ imports no other room.' };
-const HTTP = { group: ['**/src/http/*', '**/src/app'], message: 'The runner and the bridge do not load the HTTP layer.' };
+const HTTP = {
+  group: ['**/src/http/*', '**/src/app'],
+  message: 'The runner and the bridge do not load the HTTP layer.',
+};
 
-const restrict = ({ kafkajs = true, promClient = true, otel = true, src = false, problems = false, consumer = false }) => [
+const restrict = ({
+  kafkajs = true,
+  promClient = true,
+  otel = true,
+  src = false,
+  problems = false,
+  consumer = false,
+}) => [
   'error',
   {
     paths: [...(kafkajs ? [KAFKAJS] : []), ...(promClient ? [PROM_CLIENT] : [])],
@@ -49,7 +62,13 @@ export default tseslint.config(
     files: ['**/*.js'],
     languageOptions: {
       sourceType: 'commonjs',
-      globals: { module: 'writable', require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' },
+      globals: {
+        module: 'writable',
+        require: 'readonly',
+        process: 'readonly',
+        __dirname: 'readonly',
+        console: 'readonly',
+      },
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

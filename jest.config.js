@@ -9,7 +9,8 @@ module.exports = {
     // Fastify's inject (light-my-request) requires cookie 2, which is ESM only: jest's CommonJS runtime needs it
     // transpiled (Node itself loads it with require(esm)).
     '/node_modules/cookie/.+\\.js$': [
-      'ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', isolatedModules: true } },
+      'ts-jest',
+      { tsconfig: { allowJs: true, module: 'commonjs', isolatedModules: true } },
     ],
   },
   transformIgnorePatterns: ['/node_modules/(?!cookie/)'],

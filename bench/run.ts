@@ -13,7 +13,15 @@ import { createLogger } from '../src/logger';
 import { startService, type RunningService } from '../src/service';
 import { bareFastify, batchedKafka, naiveKafka, type Baseline } from './baselines';
 import {
-  closedLoop, compare, getter, interleaved, poster, printTable, type Comparison, type LoadFigure, type Target,
+  closedLoop,
+  compare,
+  getter,
+  interleaved,
+  poster,
+  printTable,
+  type Comparison,
+  type LoadFigure,
+  type Target,
 } from './load';
 import { retainedTasks } from './retained-tasks';
 import { bridgeDrain } from './bridge-drain';
@@ -169,7 +177,13 @@ async function main(): Promise<void> {
   const sections: Record<string, () => Promise<void>> = {
     async api() {
       // Submissions alone: an api with no runner beside it, so nothing else shares its transactions.
-      const api = await startService({ config: config('api'), brokers, logger: createLogger('warn'), role: 'api', ...EXAMPLE_SERVICE });
+      const api = await startService({
+        config: config('api'),
+        brokers,
+        logger: createLogger('warn'),
+        role: 'api',
+        ...EXAMPLE_SERVICE,
+      });
       try {
         await writes(brokers, api, rows);
         await reads(api, rows);
@@ -178,7 +192,13 @@ async function main(): Promise<void> {
       }
     },
     async e2e() {
-      const all = await startService({ config: config('all'), brokers, logger: createLogger('warn'), role: 'all', ...EXAMPLE_SERVICE });
+      const all = await startService({
+        config: config('all'),
+        brokers,
+        logger: createLogger('warn'),
+        role: 'all',
+        ...EXAMPLE_SERVICE,
+      });
       try {
         await endToEnd(all, rows);
       } finally {

@@ -52,12 +52,15 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: L
     return;
   }
   const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const body = JSON.stringify(timedOut
-    ? problem('request-timeout', 'The request did not arrive in time; the connection is closed.', { instance: '/' })
-    : problem('bad-request', `The HTTP request could not be parsed (${err.code ?? 'malformed'}).`, { instance: '/' }));
+  const body = JSON.stringify(
+    timedOut
+      ? problem('request-timeout', 'The request did not arrive in time; the connection is closed.', { instance: '/' })
+      : problem('bad-request', `The HTTP request could not be parsed (${err.code ?? 'malformed'}).`, { instance: '/' }),
+  );
   const status = timedOut ? '408 Request Timeout' : '400 Bad Request';
-  const head = `HTTP/1.1 ${status}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}`
-    + '\r\nConnection: close';
+  const head =
+    `HTTP/1.1 ${status}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}` +
+    '\r\nConnection: close';
   // Destroyed once written: a slow client must not keep the socket by sending more.
   socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
 }
@@ -121,7 +124,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(docsPage);
   if (deps.metrics) await app.register(metricsRoute, { metrics: deps.metrics });
 
-  const collections = [...(deps.resources?.registry.all() ?? []).map((r) => r.decl.collection), ...(deps.routes ?? []).flatMap((r) => r.collections)];
+  const collections = [
+    ...(deps.resources?.registry.all() ?? []).map((r) => r.decl.collection),
+    ...(deps.routes ?? []).flatMap((r) => r.collections),
+  ];
   await app.register(rootRoutes, { collections });
   await app.register(healthRoutes, { readiness: deps.readiness });
   if (deps.resources) await app.register(resourceRoutes, deps.resources);

@@ -47,7 +47,10 @@ const IDLE_SLACK_MS = 5000;
 
 /** The defaults, also for an app built without limits (tests); idle assumes the default KAFKA_TIMEOUT_MS. */
 export const DEFAULT_HTTP_LIMITS: HttpLimits = {
-  requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 72000, maxConnections: 10000,
+  requestTimeoutMs: 30000,
+  headersTimeoutMs: 10000,
+  keepAliveTimeoutMs: 72000,
+  maxConnections: 10000,
   idleTimeoutMs: 30000 + 5000 + IDLE_SLACK_MS,
 };
 
@@ -56,8 +59,9 @@ function parseHttpLimits(r: Reader, kafkaTimeoutMs: number): HttpLimits {
   const requestTimeoutMs = r.int('HTTP_REQUEST_TIMEOUT_MS', d.requestTimeoutMs, 100, 3600000);
   const headersTimeoutMs = r.int('HTTP_HEADERS_TIMEOUT_MS', d.headersTimeoutMs, 100, 3600000);
   if (headersTimeoutMs > requestTimeoutMs) {
-    r.problems.push(`HTTP_HEADERS_TIMEOUT_MS=${headersTimeoutMs} must not exceed `
-      + `HTTP_REQUEST_TIMEOUT_MS=${requestTimeoutMs}`);
+    r.problems.push(
+      `HTTP_HEADERS_TIMEOUT_MS=${headersTimeoutMs} must not exceed ` + `HTTP_REQUEST_TIMEOUT_MS=${requestTimeoutMs}`,
+    );
   }
   return {
     requestTimeoutMs,
@@ -189,7 +193,10 @@ class Reader {
 function parseBrokers(r: Reader): string[] | undefined {
   const v = r.raw('KAFKA_BROKERS');
   if (v === undefined) return undefined;
-  const brokers = v.split(',').map((b) => b.trim()).filter(Boolean);
+  const brokers = v
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
   for (const b of brokers) {
     if (!/^[A-Za-z0-9._-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(b)) {
       r.problems.push(`KAFKA_BROKERS entry ${JSON.stringify(b)} must be host:port`);
@@ -205,12 +212,17 @@ function parseApiKeys(r: Reader): ApiKeys {
     return { byKey: new Map([[`dev-${randomBytes(18).toString('base64url')}`, 'dev']]), generated: true };
   }
   const byKey = new Map<string, string>();
-  for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of v
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const i = pair.indexOf(':');
     const tenant = pair.slice(0, i);
     const key = pair.slice(i + 1);
     if (i <= 0 || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant) || !/^[\x21-\x7e]{16,256}$/.test(key)) {
-      r.problems.push('API_KEYS must be tenant:key pairs separated by commas; tenant [A-Za-z0-9._-], key 16+ printable characters');
+      r.problems.push(
+        'API_KEYS must be tenant:key pairs separated by commas; tenant [A-Za-z0-9._-], key 16+ printable characters',
+      );
       continue;
     }
     if (byKey.has(key)) r.problems.push(`API_KEYS lists one key twice (tenant ${tenant})`);
@@ -224,10 +236,15 @@ function parsePublicUrl(r: Reader): string | undefined {
   const v = r.raw('PUBLIC_URL');
   if (v === undefined) return undefined;
   let url: URL | undefined;
-  try { url = new URL(v); } catch { url = undefined; }
+  try {
+    url = new URL(v);
+  } catch {
+    url = undefined;
+  }
   if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
-    r.problems.push(`PUBLIC_URL=${JSON.stringify(v)} must be an absolute http(s) URL `
-      + 'without query, fragment or credentials');
+    r.problems.push(
+      `PUBLIC_URL=${JSON.stringify(v)} must be an absolute http(s) URL ` + 'without query, fragment or credentials',
+    );
     return undefined;
   }
   return url.href.replace(/\/+$/, '');
@@ -273,12 +290,39 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
 
 /** The variables loadConfig reads; the docker-compose test checks compose only sets these. */
 export const CONFIG_VARIABLES = [
-  'PORT', 'HOST', 'KAFKA_BROKERS', 'TOPIC_PREFIX', 'TOPIC_PARTITIONS', 'API_KEYS', 'ROLE', 'LOG_LEVEL',
-  'HOOKSTREAM_CACHE_DIR', 'XDG_CACHE_HOME', 'KAFKA_TIMEOUT_MS', 'BODY_LIMIT_BYTES', 'TASK_CONCURRENCY', 'TASK_TIMEOUT_MS',
-  'CALLBACK_ALLOW_PRIVATE', 'CALLBACK_TIMEOUT_MS', 'CALLBACK_MAX_ATTEMPTS', 'CALLBACK_BACKOFF_BASE_MS',
-  'CALLBACK_BACKOFF_MAX_MS', 'CALLBACK_CONCURRENCY', 'HTTP_REQUEST_TIMEOUT_MS', 'HTTP_HEADERS_TIMEOUT_MS',
-  'HTTP_KEEP_ALIVE_TIMEOUT_MS', 'HTTP_MAX_CONNECTIONS', 'KAFKA_STARTUP_TIMEOUT_MS',
-  'TASK_RETENTION_MS', 'PUBLIC_URL', 'EVENTS_HEARTBEAT_MS', 'EMBEDDED_KAFKA', 'OTEL_TRACES_EXPORTER',
-  'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_SERVICE_NAME',
+  'PORT',
+  'HOST',
+  'KAFKA_BROKERS',
+  'TOPIC_PREFIX',
+  'TOPIC_PARTITIONS',
+  'API_KEYS',
+  'ROLE',
+  'LOG_LEVEL',
+  'HOOKSTREAM_CACHE_DIR',
+  'XDG_CACHE_HOME',
+  'KAFKA_TIMEOUT_MS',
+  'BODY_LIMIT_BYTES',
+  'TASK_CONCURRENCY',
+  'TASK_TIMEOUT_MS',
+  'CALLBACK_ALLOW_PRIVATE',
+  'CALLBACK_TIMEOUT_MS',
+  'CALLBACK_MAX_ATTEMPTS',
+  'CALLBACK_BACKOFF_BASE_MS',
+  'CALLBACK_BACKOFF_MAX_MS',
+  'CALLBACK_CONCURRENCY',
+  'HTTP_REQUEST_TIMEOUT_MS',
+  'HTTP_HEADERS_TIMEOUT_MS',
+  'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+  'HTTP_MAX_CONNECTIONS',
+  'KAFKA_STARTUP_TIMEOUT_MS',
+  'TASK_RETENTION_MS',
+  'PUBLIC_URL',
+  'EVENTS_HEARTBEAT_MS',
+  'EMBEDDED_KAFKA',
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_SERVICE_NAME',
   'OTEL_SDK_DISABLED',
 ] as const;

@@ -16,12 +16,16 @@ const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,14}$/;
 export function loggableUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
-  const params = url.slice(q + 1).split('&').filter(Boolean).map((pair) => {
-    const eq = pair.indexOf('=');
-    const name = eq < 0 ? pair : pair.slice(0, eq);
-    if (LOGGED_QUERY_VALUES.has(name)) return pair;
-    return PLAIN_NAME.test(name) ? `${name}=[redacted]` : '[redacted]';
-  });
+  const params = url
+    .slice(q + 1)
+    .split('&')
+    .filter(Boolean)
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      if (LOGGED_QUERY_VALUES.has(name)) return pair;
+      return PLAIN_NAME.test(name) ? `${name}=[redacted]` : '[redacted]';
+    });
   return `${url.slice(0, q)}?${params.join('&')}`;
 }
 

@@ -14,7 +14,9 @@ function banner(config: Config, url: string, brokers: string[], embedded: boolea
   const lines = [`hookstream is running (role: ${config.role})`];
   if (config.role === 'all' || config.role === 'api') lines.push(`  API:    ${url}`);
   if (config.apiKeys.generated && (config.role === 'all' || config.role === 'api')) {
-    lines.push(`  API key (generated for this run; set API_KEYS to choose your own): ${[...config.apiKeys.byKey.keys()][0]}`);
+    lines.push(
+      `  API key (generated for this run; set API_KEYS to choose your own): ${[...config.apiKeys.byKey.keys()][0]}`,
+    );
   }
   lines.push(`  Kafka:  ${brokers.join(',')}${embedded ? ` (embedded Apache Kafka ${KAFKA_VERSION})` : ''}`);
   return lines.join('\n');
@@ -23,8 +25,12 @@ function banner(config: Config, url: string, brokers: string[], embedded: boolea
 /** Creates the service's topics and exits: docker-compose runs it before the roles start. */
 async function createTopics(config: Config, brokers: string[]): Promise<void> {
   const kafka = await connectKafka({
-    brokers, topicPrefix: config.topicPrefix, partitions: config.topicPartitions, timeoutMs: config.kafkaTimeoutMs,
-    processName: 'topics', logger: createLogger(config.logLevel),
+    brokers,
+    topicPrefix: config.topicPrefix,
+    partitions: config.topicPartitions,
+    timeoutMs: config.kafkaTimeoutMs,
+    processName: 'topics',
+    logger: createLogger(config.logLevel),
   });
   await kafka.close();
   process.stdout.write(`topics under ${JSON.stringify(config.topicPrefix)} exist on ${brokers.join(',')}\n`);
@@ -46,8 +52,8 @@ async function main(): Promise<void> {
   if (command === 'topics' && !config.kafkaBrokers) throw new ConfigError(['the topics command needs KAFKA_BROKERS']);
   if (!config.kafkaBrokers && !config.embeddedKafka) {
     throw new ConfigError([
-      'KAFKA_BROKERS is not set, and this installation has no embedded Kafka (EMBEDDED_KAFKA=false, as in the image): '
-      + 'set KAFKA_BROKERS=host:port (docker compose up runs Kafka beside the roles)',
+      'KAFKA_BROKERS is not set, and this installation has no embedded Kafka (EMBEDDED_KAFKA=false, as in the image): ' +
+        'set KAFKA_BROKERS=host:port (docker compose up runs Kafka beside the roles)',
     ]);
   }
   let broker: LocalBroker | undefined;
@@ -73,7 +79,12 @@ async function main(): Promise<void> {
   // jar download comes before both and is not counted.
   const patiently = <T>(brokers: string[], attempt: () => Promise<T>, discard?: (value: T) => Promise<void>) =>
     waitForKafka(attempt, {
-      brokers, timeoutMs: config.kafkaStartupTimeoutMs, signal: startup.signal, logger, discard, progress: say,
+      brokers,
+      timeoutMs: config.kafkaStartupTimeoutMs,
+      signal: startup.signal,
+      logger,
+      discard,
+      progress: say,
       precheck: () => brokersUnreachable(brokers),
     });
 
@@ -83,9 +94,15 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   if (!config.kafkaBrokers) {
-    logger.info({ cacheDir: config.cacheDir }, `no KAFKA_BROKERS set: starting an embedded Apache Kafka ${KAFKA_VERSION}`);
+    logger.info(
+      { cacheDir: config.cacheDir },
+      `no KAFKA_BROKERS set: starting an embedded Apache Kafka ${KAFKA_VERSION}`,
+    );
     broker = await startLocalBroker({
-      cacheDir: config.cacheDir, persistent: true, preferredPort: 9092, startTimeoutMs: config.kafkaStartupTimeoutMs,
+      cacheDir: config.cacheDir,
+      persistent: true,
+      preferredPort: 9092,
+      startTimeoutMs: config.kafkaStartupTimeoutMs,
       onWaiting: (ms, log) => {
         say(`waiting for the embedded Kafka to start (${Math.round(ms / 1000)} s so far; log: ${log})`);
       },
@@ -94,9 +111,19 @@ async function main(): Promise<void> {
   }
   const brokers = config.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
   try {
-    service = await patiently(brokers, () => startService({
-      config, brokers, logger, resources: exampleResources, taskTypes: exampleTaskTypes, consumers: CONSUMER_ROLES,
-    }), (late) => late.stop());
+    service = await patiently(
+      brokers,
+      () =>
+        startService({
+          config,
+          brokers,
+          logger,
+          resources: exampleResources,
+          taskTypes: exampleTaskTypes,
+          consumers: CONSUMER_ROLES,
+        }),
+      (late) => late.stop(),
+    );
   } catch (err) {
     if (!stopping) await broker?.stop();
     throw err;
@@ -107,8 +134,9 @@ async function main(): Promise<void> {
 main().catch((err: unknown) => {
   // shutdown() exits (0) once it has stopped what had started.
   if (err instanceof StartupAbortedError) return;
-  const explained = [ConfigError, LocalBrokerUnavailableError, KafkaStartupTimeoutError]
-    .some((type) => err instanceof type);
+  const explained = [ConfigError, LocalBrokerUnavailableError, KafkaStartupTimeoutError].some(
+    (type) => err instanceof type,
+  );
   if (explained && err instanceof Error) {
     process.stderr.write(`hookstream: ${err.message}\n`);
   } else {

@@ -12,21 +12,27 @@ export async function rootRoutes(app: FastifyInstance, options: { collections: s
     properties: { name: { type: 'string' }, message: { type: 'string' } },
     links: Object.fromEntries(relations.map((rel) => [rel, 'one' as const])),
   });
-  app.get('/', {
-    config,
-    schema: {
-      tags: ['discovery'], summary: 'The entry point', operationId: 'getRoot',
-      response: { 200: halResponse('Every collection, health, the problem catalogue and the docs', rootSchema) },
+  app.get(
+    '/',
+    {
+      config,
+      schema: {
+        tags: ['discovery'],
+        summary: 'The entry point',
+        operationId: 'getRoot',
+        response: { 200: halResponse('Every collection, health, the problem catalogue and the docs', rootSchema) },
+      },
     },
-  }, async () => {
-    const links: Links = { self: link('/') };
-    for (const c of options.collections) links[c] = link(`/${c}`);
-    links.health = link('/health/ready');
-    links.problems = link('/docs/problems');
-    links.openapi = link('/openapi.json');
-    links.docs = link('/docs');
-    return halResource({ name: 'hookstream', message: 'Long-running HTTP tasks on Apache Kafka.' }, links);
-  });
+    async () => {
+      const links: Links = { self: link('/') };
+      for (const c of options.collections) links[c] = link(`/${c}`);
+      links.health = link('/health/ready');
+      links.problems = link('/docs/problems');
+      links.openapi = link('/openapi.json');
+      links.docs = link('/docs');
+      return halResource({ name: 'hookstream', message: 'Long-running HTTP tasks on Apache Kafka.' }, links);
+    },
+  );
 
   const catalogueSchema = halSchema({
     description: 'Every problem type this API answers with (docs/problems.md describes each).',
@@ -44,14 +50,23 @@ export async function rootRoutes(app: FastifyInstance, options: { collections: s
     },
     links: { self: 'one' },
   });
-  app.get('/docs/problems', {
-    config,
-    schema: {
-      tags: ['discovery'], summary: 'The problem catalogue', operationId: 'getProblemCatalogue',
-      response: { 200: halResponse('The problem types, with their status and stable title', catalogueSchema) },
+  app.get(
+    '/docs/problems',
+    {
+      config,
+      schema: {
+        tags: ['discovery'],
+        summary: 'The problem catalogue',
+        operationId: 'getProblemCatalogue',
+        response: { 200: halResponse('The problem types, with their status and stable title', catalogueSchema) },
+      },
     },
-  }, async () => {
-    const entries = (Object.keys(PROBLEM_TYPES) as ProblemKind[]).map((kind) => ({ type: problemType(kind), ...PROBLEM_TYPES[kind] }));
-    return halResource({ count: entries.length, problems: entries }, { self: link('/docs/problems') });
-  });
+    async () => {
+      const entries = (Object.keys(PROBLEM_TYPES) as ProblemKind[]).map((kind) => ({
+        type: problemType(kind),
+        ...PROBLEM_TYPES[kind],
+      }));
+      return halResource({ count: entries.length, problems: entries }, { self: link('/docs/problems') });
+    },
+  );
 }

@@ -74,59 +74,84 @@ interface ApiRole extends Pick<AppDeps, 'resources' | 'routes'> {
 async function apiRole(k: ServiceKernel): Promise<ApiRole> {
   const { kafka, config, logger } = k;
   const idempotency = await IdempotencyKeys.open(kafka, {
-    publisher: kafka.publisher, topic: kafka.topics.idempotencyKeys, timeoutMs: config.kafkaTimeoutMs, logger,
+    publisher: kafka.publisher,
+    topic: kafka.topics.idempotencyKeys,
+    timeoutMs: config.kafkaTimeoutMs,
+    logger,
     partitionFor: (key) => kafka.partitionFor(kafka.topics.idempotencyKeys, key),
     beforeReplay: () => kafka.syncViews(config.kafkaTimeoutMs),
   });
   // The stores' writes inside a keyed request carry that key's answer in their transaction.
   const publisher = idempotency.wrap(kafka.publisher);
   const store = await ResourceStore.open(kafka, {
-    publisher, resourcesTopic: kafka.topics.resources, domainEventsTopic: kafka.topics.domainEvents,
+    publisher,
+    resourcesTopic: kafka.topics.resources,
+    domainEventsTopic: kafka.topics.domainEvents,
     timeoutMs: config.kafkaTimeoutMs,
   });
   const seeded = await seedResources(k.resourceRegistry, store);
   if (seeded > 0) logger.info({ seeded }, 'seeded the example domain');
   const tasks = await TaskStore.open(kafka, {
-    publisher, topics: kafka.topics, timeoutMs: config.kafkaTimeoutMs, retentionMs: config.taskRetentionMs,
+    publisher,
+    topics: kafka.topics,
+    timeoutMs: config.kafkaTimeoutMs,
+    retentionMs: config.taskRetentionMs,
     metrics: k.metrics,
   });
   const subscriptions = await SubscriptionStore.open(kafka, {
-    publisher, topic: kafka.topics.subscriptions, timeoutMs: config.kafkaTimeoutMs,
+    publisher,
+    topic: kafka.topics.subscriptions,
+    timeoutMs: config.kafkaTimeoutMs,
   });
   const history = await DeliveryHistory.open(kafka);
   const retention = new TaskRetention(tasks, logger);
   retention.start();
   idempotency.startSweeping();
-  const resourceEvents = k.resourceRegistry.all().flatMap(({ decl }) =>
-    ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
+  const resourceEvents = k.resourceRegistry
+    .all()
+    .flatMap(({ decl }) => ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
   const subscriptionDeps = {
-    store: subscriptions, history, tasks, eventKinds: [...TASK_EVENT_KINDS, ...resourceEvents],
-    allowPrivate: config.callbacks.allowPrivate, idempotency,
+    store: subscriptions,
+    history,
+    tasks,
+    eventKinds: [...TASK_EVENT_KINDS, ...resourceEvents],
+    allowPrivate: config.callbacks.allowPrivate,
+    idempotency,
   };
   const representationOf = (id: string) => {
     const s = subscriptions.get(id);
     return s && subscriptionRepresentation(s, history.of(id));
   };
   const document = asyncApiDocument({
-    topics: kafka.topics, partitions: config.topicPartitions, taskTypes: k.taskRegistry.all(),
+    topics: kafka.topics,
+    partitions: config.topicPartitions,
+    taskTypes: k.taskRegistry.all(),
     resources: k.resourceRegistry.all().map((r) => r.decl),
   });
   const events = {
-    reader: kafka.partitionReader, timeoutMs: config.kafkaTimeoutMs, heartbeatMs: config.eventsHeartbeatMs, logger,
+    reader: kafka.partitionReader,
+    timeoutMs: config.kafkaTimeoutMs,
+    heartbeatMs: config.eventsHeartbeatMs,
+    logger,
   };
   return {
     resources: { registry: k.resourceRegistry, store, idempotency },
     routes: [
       {
         collections: ['tasks'],
-        plugin: (a: FastifyInstance) => taskRoutes(a, {
-          registry: k.taskRegistry, store: tasks, subscriber: taskSubscriber(subscriptionDeps), idempotency, events,
-          subscriptionOf: representationOf,
-          createdSubscriptionOf: (id) => {
-            const s = subscriptions.get(id);
-            return s && newSubscriptionRepresentation(s);
-          },
-        }),
+        plugin: (a: FastifyInstance) =>
+          taskRoutes(a, {
+            registry: k.taskRegistry,
+            store: tasks,
+            subscriber: taskSubscriber(subscriptionDeps),
+            idempotency,
+            events,
+            subscriptionOf: representationOf,
+            createdSubscriptionOf: (id) => {
+              const s = subscriptions.get(id);
+              return s && newSubscriptionRepresentation(s);
+            },
+          }),
       },
       { collections: ['task-types'], plugin: (a: FastifyInstance) => taskTypeRoutes(a, { registry: k.taskRegistry }) },
       { collections: ['subscriptions'], plugin: (a: FastifyInstance) => subscriptionRoutes(a, subscriptionDeps) },
@@ -142,7 +167,10 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
 function kernel(options: ServiceOptions, kafka: KafkaGateway, publicUrl: () => string): ServiceKernel {
   const { config, logger } = options;
   return {
-    config, logger, kafka, publicUrl,
+    config,
+    logger,
+    kafka,
+    publicUrl,
     resourceRegistry: new ResourceRegistry(options.resources),
     taskRegistry: new TaskRegistry(options.taskTypes),
     metrics: new Metrics(() => kafka.consumerLag()),
@@ -158,8 +186,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const { config, logger } = options;
   const role = options.role ?? config.role;
   const kafka = await connectKafka({
-    brokers: options.brokers, topicPrefix: config.topicPrefix, partitions: config.topicPartitions,
-    timeoutMs: config.kafkaTimeoutMs, processName: role, logger,
+    brokers: options.brokers,
+    topicPrefix: config.topicPrefix,
+    partitions: config.topicPartitions,
+    timeoutMs: config.kafkaTimeoutMs,
+    processName: role,
+    logger,
   });
   // Until the api listens (a bridge may deliver before), its configured address stands in for the one it gets.
   let listening: string | undefined;
@@ -170,15 +202,23 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (runs(role, 'api')) api = await apiRole(k);
     for (const consumer of options.consumers) if (runs(role, consumer.role)) await consumer.start(k);
     app = await buildApp({
-      logger, apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes, http: config.http,
-      resources: api?.resources, routes: api?.routes, metrics: k.metrics, tracer: k.tracer,
+      logger,
+      apiKeys: config.apiKeys,
+      bodyLimitBytes: config.bodyLimitBytes,
+      http: config.http,
+      resources: api?.resources,
+      routes: api?.routes,
+      metrics: k.metrics,
+      tracer: k.tracer,
       readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => kafka.viewsCaughtUp() },
     });
     const url = await app.listen({ port: config.port, host: config.host });
     listening = url;
     const started = app;
     return {
-      url, app: started, kafka,
+      url,
+      app: started,
+      kafka,
       async stop() {
         api?.stop();
         await started.close();

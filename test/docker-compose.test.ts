@@ -29,7 +29,11 @@ describe('docker-compose.yml', () => {
 
   test('api, runner and bridge each have a healthcheck that runs the built healthcheck script', () => {
     for (const name of ['api', 'runner', 'bridge']) {
-      expect((services[name].healthcheck as { test: string[] }).test).toEqual(['CMD', 'node', 'dist/scripts/healthcheck.js']);
+      expect((services[name].healthcheck as { test: string[] }).test).toEqual([
+        'CMD',
+        'node',
+        'dist/scripts/healthcheck.js',
+      ]);
     }
   });
 
@@ -50,7 +54,9 @@ describe('docker-compose.yml', () => {
   test('the api publishes its PORT, and the kafka advertised listener names the compose service', () => {
     const port = (services.api.environment as Record<string, string>).PORT;
     expect(services.api.ports).toEqual([`\${HOOKSTREAM_BIND:-127.0.0.1}:\${HOOKSTREAM_API_PORT:-3000}:${port}`]);
-    expect(String((services.kafka.environment as Record<string, unknown>).KAFKA_ADVERTISED_LISTENERS)).toContain('PLAINTEXT://kafka:9092');
+    expect(String((services.kafka.environment as Record<string, unknown>).KAFKA_ADVERTISED_LISTENERS)).toContain(
+      'PLAINTEXT://kafka:9092',
+    );
   });
 
   test('published ports listen on 127.0.0.1 unless HOOKSTREAM_BIND says otherwise', () => {
@@ -74,7 +80,7 @@ describe('docker-compose.yml', () => {
     expect(compose.volumes).toHaveProperty('kafka-data');
   });
 
-  test('no top-level name: Compose v1 (Debian\'s docker-compose) refuses the file with one', () => {
+  test("no top-level name: Compose v1 (Debian's docker-compose) refuses the file with one", () => {
     expect(compose.name).toBeUndefined();
   });
 

@@ -11,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => service.stop());
 
-test('the README\'s long-running-operation commands do what it says', async () => {
+test("the README's long-running-operation commands do what it says", async () => {
   expect(block).toContain('Idempotency-Key');
   const missing = ['curl', 'jq'].filter((c) => !hasCommand(c));
   if (missing.length > 0) throw new Error(`the README block needs ${missing.join(' and ')} (installed by .ci/run)`);
@@ -24,8 +24,12 @@ test('the README\'s long-running-operation commands do what it says', async () =
     'order-report',
     '{"status":"succeeded","result":{"steps":3}}',
     'retry: same task',
-    'event: task.accepted', 'event: task.started', ...progress(3), 'event: task.succeeded',
-    ...progress(3), 'event: task.succeeded',
+    'event: task.accepted',
+    'event: task.started',
+    ...progress(3),
+    'event: task.succeeded',
+    ...progress(3),
+    'event: task.succeeded',
     '["task.accepted","task.started"]',
     '204',
     '404',

@@ -20,7 +20,12 @@ test('the README walkthrough follows a task to its result', async () => {
     console.warn('kcat is not installed here (.ci/run installs it): its walkthrough line is checked only where it is');
     script = script.replace(/^kcat .*$/m, 'echo "kcat: skipped"');
   }
-  const run = await runBash(script, { PATH: process.env.PATH ?? '', HOOKSTREAM: service.url, KEY: TENANT_A_KEY, KAFKA: testBrokers()[0] });
+  const run = await runBash(script, {
+    PATH: process.env.PATH ?? '',
+    HOOKSTREAM: service.url,
+    KEY: TENANT_A_KEY,
+    KAFKA: testBrokers()[0],
+  });
   expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
   const lines = run.stdout.trim().split('\n');
   expect(lines[0]).toMatch(/^\d+ task\.accepted \{"input":\{"steps":3,"stepMs":200\}\}$/);

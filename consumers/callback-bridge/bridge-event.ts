@@ -31,7 +31,13 @@ export function parseEvent(record: IncomingRecord, taskEventsTopic: string): Bri
     const tenant = record.headers.ce_tenant ?? '\u0000unknown';
     return { kind, id, time, taskId: record.key ?? undefined, tenant, data: value.data };
   }
-  return { kind, id, time, data: value.data, resource: typeof value.resource === 'string' ? value.resource : undefined };
+  return {
+    kind,
+    id,
+    time,
+    data: value.data,
+    resource: typeof value.resource === 'string' ? value.resource : undefined,
+  };
 }
 
 /** The callback's body. A receiver follows the links, so they are absolute: the api's public base URL and the path. */

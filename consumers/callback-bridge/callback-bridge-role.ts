@@ -12,7 +12,9 @@ export const callbackBridgeRole: ConsumerRole = {
       logger,
       topics: kafka.topics,
       subscriptions: await SubscriptionStore.open(kafka, {
-        publisher: kafka.publisher, topic: kafka.topics.subscriptions, timeoutMs: config.kafkaTimeoutMs,
+        publisher: kafka.publisher,
+        topic: kafka.topics.subscriptions,
+        timeoutMs: config.kafkaTimeoutMs,
       }),
       groupId: `${config.topicPrefix}callback-bridge`,
       allowPrivate: config.callbacks.allowPrivate,

@@ -58,8 +58,11 @@ export class CallbackBridge {
     const base = this.deps.publicUrl?.() ?? '';
     return subscriptions.map((sub) => {
       const parts: CallbackParts = {
-        subscriptionId: sub.id, webhookId: webhookId(sub.id, e.id), event: e.kind,
-        ...(e.taskId ? { taskId: e.taskId } : {}), body: callbackBody(sub, e, base),
+        subscriptionId: sub.id,
+        webhookId: webhookId(sub.id, e.id),
+        event: e.kind,
+        ...(e.taskId ? { taskId: e.taskId } : {}),
+        body: callbackBody(sub, e, base),
         ...(record.headers.traceparent ? { traceparent: record.headers.traceparent } : {}),
       };
       return this.lane(sub.id).enqueue(parts, signal);
@@ -108,7 +111,9 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
   const agent = createCallbackAgent(deps.allowPrivate);
   const bridge = new CallbackBridge(deps, agent, logger);
   const events = await deps.runGroupConsumer({
-    groupId: deps.groupId, topics: [deps.topics.taskEvents, deps.topics.domainEvents], maxInFlight: deps.concurrency,
+    groupId: deps.groupId,
+    topics: [deps.topics.taskEvents, deps.topics.domainEvents],
+    maxInFlight: deps.concurrency,
     handle: (record, signal) => bridge.onEvent(record, signal),
   });
   return {

@@ -94,7 +94,12 @@ export class DeliveryLane {
         await this.deadLetter(message, attempt, result.error, signal);
         return;
       }
-      const delay = backoffMs(attempt, this.deps.callbacks.backoffBaseMs, this.deps.callbacks.backoffMaxMs, result.retryAfterMs);
+      const delay = backoffMs(
+        attempt,
+        this.deps.callbacks.backoffBaseMs,
+        this.deps.callbacks.backoffMaxMs,
+        result.retryAfterMs,
+      );
       await pause(delay, signal);
     }
   }
@@ -119,8 +124,14 @@ export class DeliveryLane {
     span.end(result.outcome === 'failed' ? result.error : undefined);
     this.deps.metrics?.callbackAttempt(result.outcome, result.latencyMs / 1000);
     const record: DeliveryAttempt = {
-      subscriptionId: sub.id, webhookId: message.webhookId, event: message.event, ...(message.taskId ? { taskId: message.taskId } : {}),
-      attempt, at: new Date().toISOString(), outcome: result.outcome, latencyMs: result.latencyMs,
+      subscriptionId: sub.id,
+      webhookId: message.webhookId,
+      event: message.event,
+      ...(message.taskId ? { taskId: message.taskId } : {}),
+      attempt,
+      at: new Date().toISOString(),
+      outcome: result.outcome,
+      latencyMs: result.latencyMs,
       ...(result.statusCode !== undefined ? { statusCode: result.statusCode } : {}),
       ...(result.outcome === 'failed' ? { error: result.error } : {}),
     };
@@ -129,7 +140,8 @@ export class DeliveryLane {
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
     writes.push(recorded);
     const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
-    const reason = ends[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
+    const reason =
+      ends[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
     if (reason) await this.untilDone(signal, 'end the subscription', () => this.deps.subscriptions.end(sub, reason));
     return result;
   }
@@ -150,14 +162,29 @@ export class DeliveryLane {
     }
   }
 
-  private async deadLetter(message: CallbackParts, attempts: number, lastError: string, signal: AbortSignal): Promise<void> {
+  private async deadLetter(
+    message: CallbackParts,
+    attempts: number,
+    lastError: string,
+    signal: AbortSignal,
+  ): Promise<void> {
     const at = new Date().toISOString();
     const record: DeliveryAttempt = {
-      subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event,
-      attempt: attempts + 1, at, outcome: 'dead-lettered', latencyMs: 0, error: lastError,
+      subscriptionId: this.subscriptionId,
+      webhookId: message.webhookId,
+      event: message.event,
+      attempt: attempts + 1,
+      at,
+      outcome: 'dead-lettered',
+      latencyMs: 0,
+      error: lastError,
     };
     const records: OutgoingRecord[] = [
-      { topic: this.deps.topics.callbackDeadLetters, key: this.subscriptionId, value: JSON.stringify({ ...message, attempts, lastError, at }) },
+      {
+        topic: this.deps.topics.callbackDeadLetters,
+        key: this.subscriptionId,
+        value: JSON.stringify({ ...message, attempts, lastError, at }),
+      },
       { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) },
     ];
     await this.untilDone(signal, 'dead-letter the callback', () => this.deps.publisher.publish(records));
@@ -173,7 +200,10 @@ export class DeliveryLane {
         return;
       } catch (err) {
         const retryInMs = retryDelayMs(failures, 100, 5000);
-        this.deps.logger.warn({ subscriptionId: this.subscriptionId, err, retryInMs }, `could not ${what}; trying again`);
+        this.deps.logger.warn(
+          { subscriptionId: this.subscriptionId, err, retryInMs },
+          `could not ${what}; trying again`,
+        );
         await pause(retryInMs, signal);
       }
     }

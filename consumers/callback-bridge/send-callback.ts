@@ -60,7 +60,8 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
       method: 'POST',
       dispatcher: agent,
       headers: {
-        'content-type': 'application/json', 'user-agent': 'hookstream-callback-bridge',
+        'content-type': 'application/json',
+        'user-agent': 'hookstream-callback-bridge',
         ...(message.traceparent ? { traceparent: message.traceparent } : {}),
         ...webhookHeaders(message.secret, message.webhookId, Math.floor(Date.now() / 1000), message.body),
       },
@@ -75,7 +76,13 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
     if (statusCode >= 200 && statusCode < 300) return { outcome: 'delivered', statusCode, latencyMs: elapsed() };
     if (statusCode === 403) return { outcome: 'refused', statusCode, latencyMs: elapsed() };
     if (statusCode === 410) return { outcome: 'gone', statusCode, latencyMs: elapsed() };
-    return { outcome: 'failed', statusCode, latencyMs: elapsed(), error: `answered ${statusCode}`, retryAfterMs: retryAfterMs(res.headers['retry-after']) };
+    return {
+      outcome: 'failed',
+      statusCode,
+      latencyMs: elapsed(),
+      error: `answered ${statusCode}`,
+      retryAfterMs: retryAfterMs(res.headers['retry-after']),
+    };
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
     const code = e.code ?? e.cause?.code ?? e.name;
@@ -84,7 +91,13 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
 }
 
 /** Exponential backoff with full jitter in [delay/2, delay], or the receiver's Retry-After; capped. */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, retryAfter?: number, random = Math.random): number {
+export function backoffMs(
+  attempt: number,
+  baseMs: number,
+  maxMs: number,
+  retryAfter?: number,
+  random = Math.random,
+): number {
   if (retryAfter !== undefined) return Math.min(maxMs, retryAfter);
   const delay = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(delay / 2 + (random() * delay) / 2);

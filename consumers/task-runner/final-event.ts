@@ -48,7 +48,10 @@ export class FinalEventWriter {
     const status = STATUS_OF[outcome.kind];
     const change: Partial<TaskSnapshot> = { status, finishedAt: new Date().toISOString(), ...outcome.data };
     let writer = job.writer;
-    let final = journal.write(outcome.kind, change, outcome.data, { generation: writer.generation, chain: journal.chain });
+    let final = journal.write(outcome.kind, change, outcome.data, {
+      generation: writer.generation,
+      chain: journal.chain,
+    });
     // Awaited below in either case; it may fail while the earlier writes are awaited, which is not unhandled.
     final.catch(() => undefined);
     if (!(await journal.flush())) {
@@ -64,7 +67,10 @@ export class FinalEventWriter {
         return 'done';
       } catch (err) {
         this.deps.writers.markUnsure(job.partition);
-        this.deps.logger.warn({ taskId: job.taskId, err }, 'the final event may not have landed; settling it before deciding');
+        this.deps.logger.warn(
+          { taskId: job.taskId, err },
+          'the final event may not have landed; settling it before deciding',
+        );
       }
       // The failed write may have committed under this very generation (its answer or the view's wait was what
       // failed), so the generation proves nothing now: write again only once the view, synced after the
@@ -90,7 +96,10 @@ export class FinalEventWriter {
         return isSnapshot(seen) && isFinal(seen.status) ? undefined : writer;
       } catch (err) {
         if (job.handBack.aborted) return undefined;
-        this.deps.logger.warn({ taskId: job.taskId, err }, 'Kafka is not answering; the final event is decided once it does');
+        this.deps.logger.warn(
+          { taskId: job.taskId, err },
+          'Kafka is not answering; the final event is decided once it does',
+        );
       }
     }
     return undefined;

@@ -40,7 +40,8 @@ export class PartitionWriters {
     // The common case: nothing was initialized and no write failed since the last sync, so the view shows every
     // final event (the publisher's successful writes were each read back before they answered).
     const current = writer.publisher.generation;
-    if (current !== undefined && current === writer.syncedGeneration) return { publisher: writer.publisher, generation: current };
+    if (current !== undefined && current === writer.syncedGeneration)
+      return { publisher: writer.publisher, generation: current };
     const generation = await writer.publisher.settled();
     if (writer.syncedGeneration !== generation) {
       await this.view.syncedSince(Date.now(), this.timeoutMs);

@@ -8,10 +8,16 @@ import { TaskProblem, type TaskContext, type TaskType } from '../../src/tasks/ta
 
 /** Why a run's signal was aborted, when it was not handed back. */
 export class Cancelled extends Error {
-  constructor() { super('task cancelled'); this.name = 'Cancelled'; }
+  constructor() {
+    super('task cancelled');
+    this.name = 'Cancelled';
+  }
 }
 export class TimedOut extends Error {
-  constructor(readonly ms: number) { super(`task ran longer than ${ms} ms`); this.name = 'TimedOut'; }
+  constructor(readonly ms: number) {
+    super(`task ran longer than ${ms} ms`);
+    this.name = 'TimedOut';
+  }
 }
 
 export interface ExecutionDeps {
@@ -58,7 +64,12 @@ export class TaskJournal {
   }
 
   /** Waits until the event and its snapshot are in Kafka and in this process's view. */
-  async write(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown, options: PublishOptions = {}): Promise<void> {
+  async write(
+    kind: TaskEventKind,
+    change: Partial<TaskSnapshot>,
+    data: unknown,
+    options: PublishOptions = {},
+  ): Promise<void> {
     const records = this.next(kind, change, data);
     const publish = (timeoutMs: number) => this.deps.publisher.publish(records, { ...options, timeoutMs });
     await writeThenRead(this.deps.view, this.deps.kafkaTimeoutMs, publish);
@@ -66,7 +77,9 @@ export class TaskJournal {
 
   enqueue(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): void {
     const options = { generation: this.generation, chain: this.chain };
-    const sent = this.deps.publisher.publish(this.next(kind, change, data), options).catch(() => { this.failed = true; });
+    const sent = this.deps.publisher.publish(this.next(kind, change, data), options).catch(() => {
+      this.failed = true;
+    });
     this.pending.push(sent);
   }
 
@@ -89,11 +102,27 @@ export function supersededBy(view: StateView<TaskRecord>, taskId: string, attemp
 }
 
 /** Runs the handler until it returns, throws, or its signal aborts; maps each to the task's final event. */
-export async function execute(type: TaskType, journal: TaskJournal, input: unknown, signal: AbortSignal, deps: ExecutionDeps): Promise<Outcome | 'handed-back'> {
+export async function execute(
+  type: TaskType,
+  journal: TaskJournal,
+  input: unknown,
+  signal: AbortSignal,
+  deps: ExecutionDeps,
+): Promise<Outcome | 'handed-back'> {
   const t = journal.current;
   const context: TaskContext<unknown> = {
-    taskId: t.taskId, tenant: t.tenant, input, attempt: t.attempt, signal, resources: deps.resources,
-    progress: (current, total, message) => journal.enqueue('task.progress', { progress: { current, total, ...(message ? { message } : {}) } }, { current, total, ...(message ? { message } : {}) }),
+    taskId: t.taskId,
+    tenant: t.tenant,
+    input,
+    attempt: t.attempt,
+    signal,
+    resources: deps.resources,
+    progress: (current, total, message) =>
+      journal.enqueue(
+        'task.progress',
+        { progress: { current, total, ...(message ? { message } : {}) } },
+        { current, total, ...(message ? { message } : {}) },
+      ),
     output: (data) => journal.enqueue('task.output', {}, data),
   };
   const aborted = new Promise<never>((_, reject) => {
@@ -107,11 +136,18 @@ export async function execute(type: TaskType, journal: TaskJournal, input: unkno
     const reason = signal.aborted ? signal.reason : err;
     if (reason instanceof Cancelled) return { kind: 'task.cancelled', data: {} };
     if (reason instanceof TimedOut) {
-      return { kind: 'task.failed', data: { problem: problem('task-timed-out', `The task ran longer than ${reason.ms} ms and was stopped.`) } };
+      return {
+        kind: 'task.failed',
+        data: { problem: problem('task-timed-out', `The task ran longer than ${reason.ms} ms and was stopped.`) },
+      };
     }
     if (signal.aborted) return 'handed-back';
-    if (err instanceof TaskProblem) return { kind: 'task.failed', data: { problem: problem('task-failed', err.message, err.problem) } };
+    if (err instanceof TaskProblem)
+      return { kind: 'task.failed', data: { problem: problem('task-failed', err.message, err.problem) } };
     deps.logger.warn({ taskId: t.taskId, type: t.type, err }, 'task handler threw');
-    return { kind: 'task.failed', data: { problem: problem('task-failed', 'The task failed with an unexpected error.') } };
+    return {
+      kind: 'task.failed',
+      data: { problem: problem('task-failed', 'The task failed with an unexpected error.') },
+    };
   }
 }

@@ -11,7 +11,9 @@ export const taskRunnerRole: ConsumerRole = {
   async start({ kafka, config, logger, taskRegistry, metrics, tracer }) {
     // Task handlers read resources (order-report) through the same store the api writes them with.
     const resources = await ResourceStore.open(kafka, {
-      publisher: kafka.publisher, resourcesTopic: kafka.topics.resources, domainEventsTopic: kafka.topics.domainEvents,
+      publisher: kafka.publisher,
+      resourcesTopic: kafka.topics.resources,
+      domainEventsTopic: kafka.topics.domainEvents,
       timeoutMs: config.kafkaTimeoutMs,
     });
     await startTaskRunner({

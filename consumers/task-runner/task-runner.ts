@@ -1,5 +1,11 @@
 import { problem } from '../../src/problems/problem-detail';
-import type { ConsumerHandle, FencingPublisher, GroupConsumerOptions, IncomingRecord, StateView } from '../../src/kafka/types';
+import type {
+  ConsumerHandle,
+  FencingPublisher,
+  GroupConsumerOptions,
+  IncomingRecord,
+  StateView,
+} from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
@@ -13,7 +19,12 @@ import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
 import { parseTaskRequest, TASK_ID_PATTERN, type ParsedRequest } from '../../src/tasks/task-request';
 import {
-  cancelKey, cancelledTaskId, isFinal, isSnapshot, type TaskRecord, type TaskSnapshot,
+  cancelKey,
+  cancelledTaskId,
+  isFinal,
+  isSnapshot,
+  type TaskRecord,
+  type TaskSnapshot,
 } from '../../src/tasks/task-snapshot';
 import type { TaskContext } from '../../src/tasks/task-type';
 import { FinalEventWriter, type FinalJob } from './final-event';
@@ -66,11 +77,20 @@ export class TaskRunner {
 
   constructor(private readonly deps: TaskRunnerDeps) {
     this.logger = deps.logger.child({ component: 'task-runner' });
-    this.writers = new PartitionWriters(deps.fencingPublisher, deps.transactionalIdPrefix, deps.view, deps.kafkaTimeoutMs);
+    this.writers = new PartitionWriters(
+      deps.fencingPublisher,
+      deps.transactionalIdPrefix,
+      deps.view,
+      deps.kafkaTimeoutMs,
+    );
     this.firstRetryMs = deps.retryDelayMs ?? 1000;
     this.tracer = deps.tracer ?? PROPAGATION_ONLY;
     this.finals = new FinalEventWriter({
-      writers: this.writers, view: deps.view, logger: this.logger, firstRetryMs: this.firstRetryMs, metrics: deps.metrics,
+      writers: this.writers,
+      view: deps.view,
+      logger: this.logger,
+      firstRetryMs: this.firstRetryMs,
+      metrics: deps.metrics,
     });
     deps.view.onChange((key, value) => {
       const cancelled = value === undefined ? undefined : cancelledTaskId(key);
@@ -91,7 +111,8 @@ export class TaskRunner {
 
   /** Tries a request until it is done or handed back; a Kafka failure means "run it again", never "move on". */
   async handle(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
-    const taskId = record.key && TASK_ID_PATTERN.test(record.key) ? record.key : `request-${record.partition}-${record.offset}`;
+    const taskId =
+      record.key && TASK_ID_PATTERN.test(record.key) ? record.key : `request-${record.partition}-${record.offset}`;
     for (let failures = 1; !handBack.aborted; failures += 1) {
       try {
         if ((await this.handleOnce(record, taskId, handBack)) !== 'retry') return;
@@ -115,7 +136,8 @@ export class TaskRunner {
     const { request } = parsed;
     const known = isSnapshot(seen) ? seen : await this.snapshotOf(taskId, request.accepted, handBack);
     if (known && isFinal(known.status)) return 'done';
-    const snapshot = known ?? (await this.accept(job, { tenant: request.tenant, type: request.type, input: request.input }));
+    const snapshot =
+      known ?? (await this.accept(job, { tenant: request.tenant, type: request.type, input: request.input }));
     return this.runOnce(job, snapshot, request.input);
   }
 
@@ -162,18 +184,28 @@ export class TaskRunner {
       ? 'The task request is invalid; see errors.'
       : 'The task request has no valid key (task id); see errors.';
     const failure = problem('task-request-invalid', detail, { errors: parsed.errors });
-    return this.finals.finish(job, new TaskJournal(snapshot, job.exec), { kind: 'task.failed', data: { problem: failure } });
+    return this.finals.finish(job, new TaskJournal(snapshot, job.exec), {
+      kind: 'task.failed',
+      data: { problem: failure },
+    });
   }
 
   /** A request produced to Kafka by a client of its own: the runner accepts it, as the api would. */
   private async accept(job: Job, task: Omit<NewTask, 'taskId'>): Promise<TaskSnapshot> {
-    const snapshot = await acceptTask({ ...job.exec, timeoutMs: this.deps.kafkaTimeoutMs }, { taskId: job.taskId, ...task });
+    const snapshot = await acceptTask(
+      { ...job.exec, timeoutMs: this.deps.kafkaTimeoutMs },
+      { taskId: job.taskId, ...task },
+    );
     this.deps.metrics?.taskAccepted();
     return snapshot;
   }
 
   /** The snapshot committed with an api request reaches this view shortly; wait for it rather than accept twice. */
-  private async snapshotOf(taskId: string, expected: boolean, handBack: AbortSignal): Promise<TaskSnapshot | undefined> {
+  private async snapshotOf(
+    taskId: string,
+    expected: boolean,
+    handBack: AbortSignal,
+  ): Promise<TaskSnapshot | undefined> {
     const deadline = Date.now() + (expected ? this.deps.kafkaTimeoutMs : 0);
     for (;;) {
       const seen = this.deps.view.get(taskId);

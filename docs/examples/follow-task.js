@@ -13,7 +13,9 @@ async function main() {
   await consumer.connect();
   await consumer.subscribe({ topic });
   let done;
-  const finished = new Promise((resolve) => { done = resolve; });
+  const finished = new Promise((resolve) => {
+    done = resolve;
+  });
   await consumer.run({
     eachMessage: async ({ partition: p, message }) => {
       if (p !== Number(partition) || message.key.toString() !== taskId) return;
@@ -27,4 +29,7 @@ async function main() {
   await consumer.disconnect();
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -21,7 +21,7 @@ const CLOUD_EVENTS_HEADERS = {
     ce_source: { const: '/hookstream' },
     ce_subject: { type: 'string' },
     ce_time: { type: 'string', format: 'date-time' },
-    ce_tenant: { type: 'string', description: 'task events: the task\'s tenant (an extension attribute)' },
+    ce_tenant: { type: 'string', description: "task events: the task's tenant (an extension attribute)" },
     'content-type': { const: 'application/json' },
     traceparent: { type: 'string', pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
   },
@@ -32,7 +32,10 @@ const PROBLEM = {
   type: 'object',
   description: 'RFC 9457 Problem Details',
   properties: {
-    type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' },
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
   },
   required: ['type', 'title', 'status'],
 };
@@ -40,11 +43,13 @@ const PROBLEM = {
 const TASK_EVENT_DATA: Record<TaskEventKind, object> = {
   'task.accepted': { type: 'object', properties: { input: {} } },
   'task.started': {
-    type: 'object', properties: { attempt: { type: 'integer', minimum: 1 }, runner: { type: 'string' } },
+    type: 'object',
+    properties: { attempt: { type: 'integer', minimum: 1 }, runner: { type: 'string' } },
     required: ['attempt'],
   },
   'task.progress': {
-    type: 'object', properties: { current: { type: 'number' }, total: { type: 'number' }, message: { type: 'string' } },
+    type: 'object',
+    properties: { current: { type: 'number' }, total: { type: 'number' }, message: { type: 'string' } },
     required: ['current', 'total'],
   },
   'task.output': { description: 'what the handler passed to output()' },
@@ -61,7 +66,9 @@ function cloudEventMessage(kind: string, key: string, properties: Record<string,
     contentType: 'application/json',
     headers: ref('#/components/schemas/cloudEventsHeaders'),
     payload: {
-      type: 'object', properties: { event: { const: kind }, ...properties }, required: ['event', ...required],
+      type: 'object',
+      properties: { event: { const: kind }, ...properties },
+      required: ['event', ...required],
     },
     bindings: { kafka: { key: { type: 'string', description: key }, ...KAFKA_BINDING } },
   };
@@ -69,8 +76,11 @@ function cloudEventMessage(kind: string, key: string, properties: Record<string,
 
 function taskEventMessage(kind: TaskEventKind, taskTypes: string[]): object {
   const properties = {
-    taskId: { type: 'string' }, type: { type: 'string', enum: taskTypes }, attempt: { type: 'integer', minimum: 0 },
-    time: { type: 'string', format: 'date-time' }, data: TASK_EVENT_DATA[kind],
+    taskId: { type: 'string' },
+    type: { type: 'string', enum: taskTypes },
+    attempt: { type: 'integer', minimum: 0 },
+    time: { type: 'string', format: 'date-time' },
+    data: TASK_EVENT_DATA[kind],
   };
   return cloudEventMessage(kind, 'the task id', properties, ['taskId', 'type', 'attempt', 'time', 'data']);
 }
@@ -86,7 +96,8 @@ function taskRequestMessage(taskTypes: TaskType[]): object {
         type: 'object',
         description: t.description,
         properties: {
-          type: { const: t.name }, input: t.inputSchema,
+          type: { const: t.name },
+          input: t.inputSchema,
           tenant: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'default kafka' },
           submittedAt: { type: 'string' },
           accepted: { type: 'boolean', description: 'written by the api only: leave it out' },
@@ -106,7 +117,8 @@ function taskRequestMessage(taskTypes: TaskType[]): object {
 function domainEventMessage(decl: ResourceDeclaration, change: 'created' | 'updated' | 'deleted'): object {
   const deleted = change === 'deleted';
   const properties = {
-    resource: { type: 'string', pattern: `^/${decl.collection}/` }, id: { type: 'string' },
+    resource: { type: 'string', pattern: `^/${decl.collection}/` },
+    id: { type: 'string' },
     ...(deleted ? {} : { data: { type: 'object', properties: decl.properties } }),
   };
   const required = ['resource', 'id', ...(deleted ? [] : ['data'])];
@@ -120,9 +132,14 @@ const DEAD_LETTER = {
   payload: {
     type: 'object',
     properties: {
-      subscriptionId: { type: 'string' }, webhookId: { type: 'string' }, event: { type: 'string' },
-      taskId: { type: 'string' }, body: { type: 'string', description: 'the callback body that was POSTed' },
-      traceparent: { type: 'string' }, attempts: { type: 'integer' }, lastError: { type: 'string' },
+      subscriptionId: { type: 'string' },
+      webhookId: { type: 'string' },
+      event: { type: 'string' },
+      taskId: { type: 'string' },
+      body: { type: 'string', description: 'the callback body that was POSTed' },
+      traceparent: { type: 'string' },
+      attempts: { type: 'integer' },
+      lastError: { type: 'string' },
       at: { type: 'string', format: 'date-time' },
     },
     required: ['subscriptionId', 'webhookId', 'event', 'body', 'attempts', 'lastError', 'at'],
@@ -141,19 +158,24 @@ export function asyncApiDocument(args: {
   const taskEvents = TASK_EVENT_KINDS.map((k) => camel(k));
   TASK_EVENT_KINDS.forEach((k, i) => (messages[taskEvents[i]] = taskEventMessage(k, typeNames)));
   messages.taskRequest = taskRequestMessage(args.taskTypes);
-  const domainEvents = args.resources.flatMap((d) => (['created', 'updated', 'deleted'] as const).map((c) => {
-    const id = camel(`${d.name}.${c}`);
-    messages[id] = domainEventMessage(d, c);
-    return id;
-  }));
+  const domainEvents = args.resources.flatMap((d) =>
+    (['created', 'updated', 'deleted'] as const).map((c) => {
+      const id = camel(`${d.name}.${c}`);
+      messages[id] = domainEventMessage(d, c);
+      return id;
+    }),
+  );
   messages.callbackDeadLettered = DEAD_LETTER;
   const channel = (address: string, ids: string[], description: string) => ({
-    address, description,
+    address,
+    description,
     messages: Object.fromEntries(ids.map((id) => [id, ref(`#/components/messages/${id}`)])),
     bindings: { kafka: { topic: address, partitions: args.partitions, ...KAFKA_BINDING } },
   });
   const operation = (action: 'send' | 'receive', channelId: string, ids: string[], summary: string) => ({
-    action, summary, channel: ref(`#/channels/${channelId}`),
+    action,
+    summary,
+    channel: ref(`#/channels/${channelId}`),
     messages: ids.map((id) => ref(`#/channels/${channelId}/messages/${id}`)),
   });
   const committed = 'Read with isolation.level=read_committed: every record is written in a Kafka transaction.';
@@ -162,18 +184,28 @@ export function asyncApiDocument(args: {
     info: {
       title: 'hookstream topics',
       version: '1.0.0',
-      description: 'The Kafka topics of a hookstream instance that its users read and write. '
-        + 'Topic names carry this instance\'s TOPIC_PREFIX.',
+      description:
+        'The Kafka topics of a hookstream instance that its users read and write. ' +
+        "Topic names carry this instance's TOPIC_PREFIX.",
     },
     defaultContentType: 'application/json',
     channels: {
-      taskEvents: channel(args.topics.taskEvents, taskEvents,
-        `Each task's events in order, keyed by task id (one partition per task). ${committed}`),
+      taskEvents: channel(
+        args.topics.taskEvents,
+        taskEvents,
+        `Each task's events in order, keyed by task id (one partition per task). ${committed}`,
+      ),
       taskRequests: channel(args.topics.taskRequests, ['taskRequest'], 'Tasks to run, keyed by task id.'),
-      domainEvents: channel(args.topics.domainEvents, domainEvents,
-        `Changes of resources, keyed by <collection>/<id>. ${committed}`),
-      callbackDeadLetters: channel(args.topics.callbackDeadLetters, ['callbackDeadLettered'],
-        `Callbacks that exhausted their attempts, keyed by subscription. ${committed}`),
+      domainEvents: channel(
+        args.topics.domainEvents,
+        domainEvents,
+        `Changes of resources, keyed by <collection>/<id>. ${committed}`,
+      ),
+      callbackDeadLetters: channel(
+        args.topics.callbackDeadLetters,
+        ['callbackDeadLettered'],
+        `Callbacks that exhausted their attempts, keyed by subscription. ${committed}`,
+      ),
     },
     operations: {
       readTaskEvents: operation('receive', 'taskEvents', taskEvents, 'Follow tasks from the position a 202 names.'),

@@ -6,8 +6,9 @@ import type { FastifyInstance } from 'fastify';
  * Swagger UI's files), never a CDN, so it works offline. Swagger UI sets inline styles, hence 'unsafe-inline' for
  * styles only; it has no validator badge (validatorUrl is null), so nothing is ever fetched from elsewhere.
  */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-  + "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
 
 /**
  * GET /docs (public): a browsable API reference, Swagger UI rendering the OpenAPI document (which links the

@@ -46,58 +46,63 @@ function refine(document: { paths?: Record<string, Record<string, unknown>> }): 
  * before any route, so it sees each of them; shared schemas (`Problem`, each resource) become components under
  * their own ids.
  */
-export const openApiPlugin = fp(async (app: FastifyInstance) => {
-  await app.register(routeSchemaConventions);
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'hookstream', version: '1.0.0', description: DESCRIPTION },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', description: 'An API key of API_KEYS; keys map to tenants.' },
+export const openApiPlugin = fp(
+  async (app: FastifyInstance) => {
+    await app.register(routeSchemaConventions);
+    await app.register(fastifySwagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: 'hookstream', version: '1.0.0', description: DESCRIPTION },
+        components: {
+          securitySchemes: {
+            apiKey: { type: 'http', scheme: 'bearer', description: 'An API key of API_KEYS; keys map to tenants.' },
+          },
         },
+        security: [{ apiKey: [] }],
+        tags: [
+          { name: 'discovery', description: 'The entry point and the documents that describe the API' },
+          { name: 'tasks', description: 'Long-running tasks: submit, track, wait, stream, cancel, forget' },
+          { name: 'task types', description: 'What POST /tasks accepts' },
+          { name: 'subscriptions', description: 'Callbacks: signed POSTs of task and resource events' },
+          { name: 'operations', description: 'Health and metrics' },
+        ],
       },
-      security: [{ apiKey: [] }],
-      tags: [
-        { name: 'discovery', description: 'The entry point and the documents that describe the API' },
-        { name: 'tasks', description: 'Long-running tasks: submit, track, wait, stream, cancel, forget' },
-        { name: 'task types', description: 'What POST /tasks accepts' },
-        { name: 'subscriptions', description: 'Callbacks: signed POSTs of task and resource events' },
-        { name: 'operations', description: 'Health and metrics' },
-      ],
-    },
-    refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
-    },
-    transformObject: (documents) => {
-      const document = 'openapiObject' in documents ? documents.openapiObject : documents.swaggerObject;
-      refine(document as Parameters<typeof refine>[0]);
-      return document;
-    },
-  });
-
-}, { name: 'hookstream-openapi' });
+      refResolver: {
+        buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+      },
+      transformObject: (documents) => {
+        const document = 'openapiObject' in documents ? documents.openapiObject : documents.swaggerObject;
+        refine(document as Parameters<typeof refine>[0]);
+        return document;
+      },
+    });
+  },
+  { name: 'hookstream-openapi' },
+);
 
 /** GET /openapi.json (public), registered with the routes so that the conventions' hooks apply to it. */
 export async function openApiDocumentRoute(app: FastifyInstance): Promise<void> {
   let body: string | undefined;
-  app.get('/openapi.json', {
-    config: { public: true },
-    schema: {
-      tags: ['discovery'],
-      summary: 'This OpenAPI 3.1 document',
-      operationId: 'getOpenApiDocument',
-      response: {
-        200: {
-          description: 'The OpenAPI 3.1 document of this API, generated from its route schemas',
-          content: { 'application/json': { schema: { type: 'object' } } },
+  app.get(
+    '/openapi.json',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['discovery'],
+        summary: 'This OpenAPI 3.1 document',
+        operationId: 'getOpenApiDocument',
+        response: {
+          200: {
+            description: 'The OpenAPI 3.1 document of this API, generated from its route schemas',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
         },
       },
     },
-  }, async (_request, reply) => {
-    // Made once, on first request: every route is registered by then.
-    body ??= JSON.stringify(app.swagger());
-    return reply.type('application/json').send(body);
-  });
+    async (_request, reply) => {
+      // Made once, on first request: every route is registered by then.
+      body ??= JSON.stringify(app.swagger());
+      return reply.type('application/json').send(body);
+    },
+  );
 }
-

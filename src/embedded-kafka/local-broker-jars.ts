@@ -7,10 +7,12 @@ import { KAFKA_VERSION } from './kafka-version';
 export class LocalBrokerUnavailableError extends Error {
   /** `prerequisites`: the cause is a missing or unusable Java or Maven, so say what to install. */
   constructor(reason: string, prerequisites = true) {
-    super(prerequisites
-      ? `${reason}\nThe embedded Kafka needs Java 17+ and Maven (Debian/Ubuntu: apt-get install openjdk-17-jre-headless maven), ` +
-        'or set KAFKA_BROKERS=host:port to use a Kafka you run yourself.'
-      : `${reason}\nOr set KAFKA_BROKERS=host:port to use a Kafka you run yourself.`);
+    super(
+      prerequisites
+        ? `${reason}\nThe embedded Kafka needs Java 17+ and Maven (Debian/Ubuntu: apt-get install openjdk-17-jre-headless maven), ` +
+            'or set KAFKA_BROKERS=host:port to use a Kafka you run yourself.'
+        : `${reason}\nOr set KAFKA_BROKERS=host:port to use a Kafka you run yourself.`,
+    );
     this.name = 'LocalBrokerUnavailableError';
   }
 }
@@ -40,7 +42,8 @@ export function javaMajorVersion(): number | undefined {
 function assertJava(): void {
   const major = javaMajorVersion();
   if (major === undefined) throw new LocalBrokerUnavailableError('No `java` found on PATH.');
-  if (major < 17) throw new LocalBrokerUnavailableError(`Java ${major} found; Kafka ${KAFKA_VERSION} needs 17 or newer.`);
+  if (major < 17)
+    throw new LocalBrokerUnavailableError(`Java ${major} found; Kafka ${KAFKA_VERSION} needs 17 or newer.`);
 }
 
 /**
@@ -55,7 +58,9 @@ export function resolveBrokerJars(cacheDir: string): string {
   if (existsSync(join(lib, `kafka_2.13-${KAFKA_VERSION}.jar`))) return lib;
   const mvn = spawnSync('mvn', ['-v'], { encoding: 'utf8' });
   if (mvn.error || mvn.status !== 0) {
-    throw new LocalBrokerUnavailableError(`Kafka ${KAFKA_VERSION} jars are not cached in ${home} and no \`mvn\` is on PATH to fetch them.`);
+    throw new LocalBrokerUnavailableError(
+      `Kafka ${KAFKA_VERSION} jars are not cached in ${home} and no \`mvn\` is on PATH to fetch them.`,
+    );
   }
   mkdirSync(home, { recursive: true });
   writeFileSync(join(home, 'pom.xml'), POM);
@@ -68,7 +73,9 @@ export function resolveBrokerJars(cacheDir: string): string {
   );
   if (r.status !== 0) {
     rmSync(staging, { recursive: true, force: true });
-    throw new LocalBrokerUnavailableError(`Maven could not resolve org.apache.kafka:kafka_2.13:${KAFKA_VERSION}:\n${(r.stdout + r.stderr).slice(-2000)}`);
+    throw new LocalBrokerUnavailableError(
+      `Maven could not resolve org.apache.kafka:kafka_2.13:${KAFKA_VERSION}:\n${(r.stdout + r.stderr).slice(-2000)}`,
+    );
   }
   if (!existsSync(lib)) renameSync(staging, lib);
   else rmSync(staging, { recursive: true, force: true });

@@ -112,7 +112,9 @@ export function serverProperties(dataDir: string, port: number, controllerPort: 
  * `avoid`: ports a previous try found taken when the JVM bound them.
  */
 async function choosePorts(
-  options: LocalBrokerOptions, dataDir: string, avoid: ReadonlySet<number>,
+  options: LocalBrokerOptions,
+  dataDir: string,
+  avoid: ReadonlySet<number>,
 ): Promise<[number, number]> {
   const saved = join(dataDir, 'ports.json');
   const usable = async (p: number) => !avoid.has(p) && (await portIsFree(p));
@@ -167,10 +169,23 @@ function prepareDataDir(options: LocalBrokerOptions): string {
  * without padding, as `kafka-storage random-uuid` makes them; one may start with '-', hence the
  * `--cluster-id=` form, which no option parser can misread.
  */
-export function formatStorage(lib: string, dataDir: string, propsFile: string, clusterId = randomBytes(16).toString('base64url')): void {
+export function formatStorage(
+  lib: string,
+  dataDir: string,
+  propsFile: string,
+  clusterId = randomBytes(16).toString('base64url'),
+): void {
   if (existsSync(join(dataDir, 'logs', 'meta.properties'))) return;
-  const r = spawnSync('java', ['-cp', join(lib, '*'), 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '--config', propsFile], { encoding: 'utf8' });
-  if (r.status !== 0) throw new LocalBrokerUnavailableError(`Formatting the broker storage failed:\n${(r.stdout + r.stderr).slice(-2000)}`, false);
+  const r = spawnSync(
+    'java',
+    ['-cp', join(lib, '*'), 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '--config', propsFile],
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0)
+    throw new LocalBrokerUnavailableError(
+      `Formatting the broker storage failed:\n${(r.stdout + r.stderr).slice(-2000)}`,
+      false,
+    );
 }
 
 /** Why a start failed in a way another start can fix; read from the broker log. */
@@ -195,7 +210,16 @@ interface Jvm {
 
 function spawnJvm(lib: string, propsFile: string, logFile: string): Jvm {
   const logFd = openSync(logFile, 'w');
-  const javaArgs = ['-Xms128m', '-Xmx768m', '-XX:+UseG1GC', '-Djava.awt.headless=true', '-cp', join(lib, '*'), 'kafka.Kafka', propsFile];
+  const javaArgs = [
+    '-Xms128m',
+    '-Xmx768m',
+    '-XX:+UseG1GC',
+    '-Djava.awt.headless=true',
+    '-cp',
+    join(lib, '*'),
+    'kafka.Kafka',
+    propsFile,
+  ];
   const child = spawn('bash', ['-c', WATCHDOG, 'hookstream-kafka', ...javaArgs], { stdio: ['pipe', logFd, logFd] });
   closeSync(logFd);
   child.unref();
@@ -203,7 +227,9 @@ function spawnJvm(lib: string, propsFile: string, logFile: string): Jvm {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const running = () => child.exitCode === null && child.signalCode === null;
   return {
-    child, exited, running,
+    child,
+    exited,
+    running,
     async stop(graceMs) {
       if (!running()) return;
       child.stdin?.end();
@@ -222,7 +248,10 @@ function readLog(logFile: string): string {
 }
 
 async function waitForStart(
-  jvm: Jvm, logFile: string, deadline: number, tick: () => void,
+  jvm: Jvm,
+  logFile: string,
+  deadline: number,
+  tick: () => void,
 ): Promise<StartFailure | undefined> {
   let lastTick = Date.now();
   for (;;) {
@@ -236,7 +265,8 @@ async function waitForStart(
       const late = startFailure(tail);
       if (late) return late;
       throw new LocalBrokerUnavailableError(
-        `The embedded Kafka ${KAFKA_VERSION} exited while starting (log: ${logFile}):\n${tail.slice(-3000)}`, false,
+        `The embedded Kafka ${KAFKA_VERSION} exited while starting (log: ${logFile}):\n${tail.slice(-3000)}`,
+        false,
       );
     }
     if (Date.now() >= deadline) throw new StartTimeout();
@@ -269,7 +299,10 @@ export async function startLocalBroker(options: LocalBrokerOptions): Promise<Loc
 }
 
 async function startJvm(
-  options: LocalBrokerOptions, lib: string, dataDir: string, lock: PidLock | undefined,
+  options: LocalBrokerOptions,
+  lib: string,
+  dataDir: string,
+  lock: PidLock | undefined,
 ): Promise<LocalBroker> {
   const startedAt = Date.now();
   const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
@@ -310,7 +343,8 @@ async function startJvm(
     }
     if (++portRetries > MAX_PORT_RETRIES) {
       throw new LocalBrokerUnavailableError(
-        `The embedded Kafka ${KAFKA_VERSION} found its ports taken ${portRetries} times (log: ${logFile}).`, false,
+        `The embedded Kafka ${KAFKA_VERSION} found its ports taken ${portRetries} times (log: ${logFile}).`,
+        false,
       );
     }
     for (const p of taken === undefined ? [port, controllerPort] : [taken]) avoid.add(p);
@@ -318,7 +352,12 @@ async function startJvm(
 }
 
 function running(
-  options: LocalBrokerOptions, jvm: Jvm, port: number, logFile: string, dataDir: string, lock: PidLock | undefined,
+  options: LocalBrokerOptions,
+  jvm: Jvm,
+  port: number,
+  logFile: string,
+  dataDir: string,
+  lock: PidLock | undefined,
 ): LocalBroker {
   // The data is free again once its JVM is gone, even when it died on its own.
   void jvm.exited.then(() => lock?.release());

@@ -10,9 +10,10 @@ interface CountdownInput {
 /** For tests, demos and benchmarks: one task.progress per step, fails on demand. */
 export const countdown = defineTaskType<CountdownInput, { steps: number }>({
   name: 'countdown',
-  description: 'For tests and demos: counts to `steps`, waiting `stepMs` ms before each step and publishing '
-    + 'one task.progress per step; succeeds with {"steps": n}, or fails with a task-failed Problem at step '
-    + '`failAt` when given.',
+  description:
+    'For tests and demos: counts to `steps`, waiting `stepMs` ms before each step and publishing ' +
+    'one task.progress per step; succeeds with {"steps": n}, or fails with a task-failed Problem at step ' +
+    '`failAt` when given.',
   inputSchema: {
     type: 'object',
     properties: {

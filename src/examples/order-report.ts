@@ -17,10 +17,11 @@ interface OrderReport {
 /** Reads the orders, streams progress, emits one output per status, returns the totals by status. */
 export const orderReport = defineTaskType<OrderReportInput, OrderReport>({
   name: 'order-report',
-  description: 'Reads the orders (only those whose status is in `statuses`, when given), publishes one '
-    + 'task.progress per order and one task.output per status, and succeeds with the totals: orders and items, '
-    + 'overall and by status. '
-    + '`delayMs` waits between orders, to watch it in demos.',
+  description:
+    'Reads the orders (only those whose status is in `statuses`, when given), publishes one ' +
+    'task.progress per order and one task.output per status, and succeeds with the totals: orders and items, ' +
+    'overall and by status. ' +
+    '`delayMs` waits between orders, to watch it in demos.',
   inputSchema: {
     type: 'object',
     properties: {

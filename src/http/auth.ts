@@ -27,25 +27,32 @@ export function tenantOf(request: FastifyRequest): string {
 }
 
 /** `Authorization: Bearer <api key>`; keys map to tenants. */
-export const authPlugin = fp(async (app: FastifyInstance, options: { keys: ReadonlyMap<string, string> }) => {
-  app.decorateRequest('tenant', '');
-  app.addHook('onRequest', async (request) => {
-    // Unrouted requests only ever get 404, 405 or OPTIONS' Allow, which the public root already tells.
-    if (request.routeOptions.config?.public || request.is404) return;
-    // Node keeps the first of repeated Authorization headers and drops the rest; which one counts would be a guess.
-    if ((request.raw.headersDistinct.authorization?.length ?? 0) > 1) {
-      throw new ProblemError('unauthorized', 'Send exactly one Authorization header.', {
-        headers: { 'www-authenticate': 'Bearer error="invalid_request"' },
-      });
-    }
-    const header = request.headers.authorization ?? '';
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const tenant = m ? lookup(options.keys, m[1]) : undefined;
-    if (!tenant) {
-      throw new ProblemError('unauthorized', header ? 'The API key is not valid.' : 'Send an API key as `Authorization: Bearer <key>`.', {
-        headers: { 'www-authenticate': header ? 'Bearer error="invalid_token"' : 'Bearer' },
-      });
-    }
-    request.tenant = tenant;
-  });
-}, { name: 'hookstream-auth' });
+export const authPlugin = fp(
+  async (app: FastifyInstance, options: { keys: ReadonlyMap<string, string> }) => {
+    app.decorateRequest('tenant', '');
+    app.addHook('onRequest', async (request) => {
+      // Unrouted requests only ever get 404, 405 or OPTIONS' Allow, which the public root already tells.
+      if (request.routeOptions.config?.public || request.is404) return;
+      // Node keeps the first of repeated Authorization headers and drops the rest; which one counts would be a guess.
+      if ((request.raw.headersDistinct.authorization?.length ?? 0) > 1) {
+        throw new ProblemError('unauthorized', 'Send exactly one Authorization header.', {
+          headers: { 'www-authenticate': 'Bearer error="invalid_request"' },
+        });
+      }
+      const header = request.headers.authorization ?? '';
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      const tenant = m ? lookup(options.keys, m[1]) : undefined;
+      if (!tenant) {
+        throw new ProblemError(
+          'unauthorized',
+          header ? 'The API key is not valid.' : 'Send an API key as `Authorization: Bearer <key>`.',
+          {
+            headers: { 'www-authenticate': header ? 'Bearer error="invalid_token"' : 'Bearer' },
+          },
+        );
+      }
+      request.tenant = tenant;
+    });
+  },
+  { name: 'hookstream-auth' },
+);

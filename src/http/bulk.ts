@@ -6,7 +6,12 @@ export const MAX_BULK_ELEMENTS = 1000;
 
 /** `{"order": [...]}` is a bulk body for the `order` resource. */
 export function isBulkBody(body: unknown, name: string): body is Record<string, unknown[]> {
-  return typeof body === 'object' && body !== null && !Array.isArray(body) && Array.isArray((body as Record<string, unknown>)[name]);
+  return (
+    typeof body === 'object' &&
+    body !== null &&
+    !Array.isArray(body) &&
+    Array.isArray((body as Record<string, unknown>)[name])
+  );
 }
 
 export function bulkElements(body: unknown, name: string): unknown[] {
@@ -18,11 +23,20 @@ export function bulkElements(body: unknown, name: string): unknown[] {
   const elements = body[name];
   const extra = Object.keys(body).filter((k) => k !== name);
   if (elements.length === 0 || elements.length > MAX_BULK_ELEMENTS || extra.length > 0) {
-    throw new ProblemError('validation-failed', `A bulk body holds only "${name}", with 1 to ${MAX_BULK_ELEMENTS} elements.`, {
-      errors: extra.length > 0
-        ? extra.map((k) => problem('invalid-field', `/${k} is not a known field`, { instance: `/${k}` }))
-        : [problem('invalid-field', `/${name} must have 1 to ${MAX_BULK_ELEMENTS} elements`, { instance: `/${name}` })],
-    });
+    throw new ProblemError(
+      'validation-failed',
+      `A bulk body holds only "${name}", with 1 to ${MAX_BULK_ELEMENTS} elements.`,
+      {
+        errors:
+          extra.length > 0
+            ? extra.map((k) => problem('invalid-field', `/${k} is not a known field`, { instance: `/${k}` }))
+            : [
+                problem('invalid-field', `/${name} must have 1 to ${MAX_BULK_ELEMENTS} elements`, {
+                  instance: `/${name}`,
+                }),
+              ],
+      },
+    );
   }
   return elements;
 }
@@ -38,7 +52,13 @@ export function atomicRequested(request: FastifyRequest): boolean {
 }
 
 /** One `errors[]` entry per failed element; `instance` names the element as `/<collection>/<index>`. */
-export function elementProblem(collection: string, index: number, status: 400 | 404, detail: string, errors?: ProblemDetail[]): ProblemDetail {
+export function elementProblem(
+  collection: string,
+  index: number,
+  status: 400 | 404,
+  detail: string,
+  errors?: ProblemDetail[],
+): ProblemDetail {
   const kind = status === 404 ? 'not-found' : 'validation-failed';
   return problem(kind, detail, { instance: `/${collection}/${index}`, status, ...(errors ? { errors } : {}) });
 }
@@ -46,9 +66,18 @@ export function elementProblem(collection: string, index: number, status: 400 | 
 export function bulkFailure(atomic: boolean, failures: ProblemDetail[], processed?: unknown): ProblemError {
   const status = failures.every((f) => f.status === 404) ? 404 : 400;
   if (atomic) {
-    return new ProblemError('bulk-failed', `${failures.length} element(s) failed; nothing was changed.`, { errors: failures, status });
+    return new ProblemError('bulk-failed', `${failures.length} element(s) failed; nothing was changed.`, {
+      errors: failures,
+      status,
+    });
   }
-  return new ProblemError('bulk-partially-failed', `${failures.length} element(s) failed; the others were processed (see processed).`, {
-    errors: failures, processed, status,
-  });
+  return new ProblemError(
+    'bulk-partially-failed',
+    `${failures.length} element(s) failed; the others were processed (see processed).`,
+    {
+      errors: failures,
+      processed,
+      status,
+    },
+  );
 }

@@ -20,7 +20,11 @@ declare module 'fastify' {
 /** The media ranges of an Accept header that the client accepts at all (q > 0), lower-cased. */
 export function acceptedRanges(accept: string): string[] {
   return accept.split(',').flatMap((part) => {
-    const [range, ...params] = part.trim().toLowerCase().split(';').map((s) => s.trim());
+    const [range, ...params] = part
+      .trim()
+      .toLowerCase()
+      .split(';')
+      .map((s) => s.trim());
     const q = params.find((p) => p.startsWith('q='));
     return q && Number(q.slice(2)) === 0 ? [] : [range];
   });
@@ -34,22 +38,28 @@ function acceptsOurs(accept: string, extra: readonly string[]): boolean {
  * Request bodies: JSON, HAL JSON, and JSON merge patch (PATCH only); anything
  * else is 415. An Accept that allows none of our types is 406.
  */
-export const contentNegotiationPlugin = fp(async (app: FastifyInstance) => {
-  app.removeAllContentTypeParsers();
-  const parser = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, parser);
+export const contentNegotiationPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.removeAllContentTypeParsers();
+    const parser = app.getDefaultJsonParser('error', 'error');
+    app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, parser);
 
-  app.addHook('onRequest', async (request) => {
-    const accept = request.headers.accept;
-    if (accept && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
-      throw new ProblemError('not-acceptable', `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`);
-    }
-  });
+    app.addHook('onRequest', async (request) => {
+      const accept = request.headers.accept;
+      if (accept && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
+        throw new ProblemError(
+          'not-acceptable',
+          `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`,
+        );
+      }
+    });
 
-  app.addHook('preValidation', async (request) => {
-    const type = request.headers['content-type']?.split(';')[0].trim().toLowerCase();
-    if (type === MERGE_PATCH && request.method !== 'PATCH') {
-      throw new ProblemError('unsupported-media-type', `${MERGE_PATCH} is accepted for PATCH only.`);
-    }
-  });
-}, { name: 'hookstream-content-negotiation' });
+    app.addHook('preValidation', async (request) => {
+      const type = request.headers['content-type']?.split(';')[0].trim().toLowerCase();
+      if (type === MERGE_PATCH && request.method !== 'PATCH') {
+        throw new ProblemError('unsupported-media-type', `${MERGE_PATCH} is accepted for PATCH only.`);
+      }
+    });
+  },
+  { name: 'hookstream-content-negotiation' },
+);

@@ -3,9 +3,12 @@ import fp from 'fastify-plugin';
 import { HAL_MEDIA_TYPE, isHal } from './hal';
 
 /** Every 2xx body is HAL, served as application/hal+json. */
-export const halPlugin = fp(async (app: FastifyInstance) => {
-  app.addHook('preSerialization', async (_request, reply, payload) => {
-    if (reply.statusCode < 300 && isHal(payload)) reply.type(HAL_MEDIA_TYPE);
-    return payload;
-  });
-}, { name: 'hookstream-hal' });
+export const halPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addHook('preSerialization', async (_request, reply, payload) => {
+      if (reply.statusCode < 300 && isHal(payload)) reply.type(HAL_MEDIA_TYPE);
+      return payload;
+    });
+  },
+  { name: 'hookstream-hal' },
+);

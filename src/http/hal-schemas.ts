@@ -36,9 +36,10 @@ export interface HalShape {
 }
 
 export function halSchema(shape: HalShape): Schema {
-  const embedded = shape.embedded && Object.keys(shape.embedded).length > 0
-    ? { _embedded: { type: 'object', properties: shape.embedded, additionalProperties: false } }
-    : {};
+  const embedded =
+    shape.embedded && Object.keys(shape.embedded).length > 0
+      ? { _embedded: { type: 'object', properties: shape.embedded, additionalProperties: false } }
+      : {};
   return {
     ...(shape.$id ? { $id: shape.$id } : {}),
     type: 'object',

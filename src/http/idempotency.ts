@@ -18,8 +18,9 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   const quoted = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(raw);
   const key = quoted ? quoted[1].replace(/\\(["\\])/g, '$1') : raw;
   if (!quoted && !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(raw)) {
-    throw invalid('must be a quoted string ("…") or a bare token of visible ASCII characters, '
-      + 'without quotes or backslashes');
+    throw invalid(
+      'must be a quoted string ("…") or a bare token of visible ASCII characters, ' + 'without quotes or backslashes',
+    );
   }
   if (key.length < 1 || key.length > 255) throw invalid('must hold 1 to 255 characters');
   return key;
@@ -72,13 +73,17 @@ export async function idempotently<T>(
       reply.header('idempotent-replayed', 'true');
       return creation.replay(decision.answer);
     case 'reused':
-      throw new ProblemError('idempotency-key-reused',
-        'This Idempotency-Key was used for another request (another body, method or path). '
-        + 'Use a new key for a new request.');
+      throw new ProblemError(
+        'idempotency-key-reused',
+        'This Idempotency-Key was used for another request (another body, method or path). ' +
+          'Use a new key for a new request.',
+      );
     case 'in-flight':
-      throw new ProblemError('idempotency-key-in-flight',
+      throw new ProblemError(
+        'idempotency-key-in-flight',
         'A request with this Idempotency-Key has not answered yet; retry later to get its answer.',
-        { headers: { 'retry-after': '1' } });
+        { headers: { 'retry-after': '1' } },
+      );
     default:
       return decision.run(creation.describe, () => creation.create());
   }
@@ -87,9 +92,10 @@ export async function idempotently<T>(
 /** The request header, as the route schemas of creating POSTs declare it (the checks above stay the handler's). */
 export const IDEMPOTENCY_KEY_HEADER = {
   type: 'string',
-  description: 'draft-ietf-httpapi-idempotency-key-header: a quoted string of 1 to 255 characters (or a bare token). '
-    + 'The same tenant repeating the same request with the same key within 24 h gets the first answer again, '
-    + 'with Idempotent-Replayed: true; the same key with another request is 422.',
+  description:
+    'draft-ietf-httpapi-idempotency-key-header: a quoted string of 1 to 255 characters (or a bare token). ' +
+    'The same tenant repeating the same request with the same key within 24 h gets the first answer again, ' +
+    'with Idempotent-Replayed: true; the same key with another request is 422.',
   examples: ['"8e03978e-40d5-43e8-bc93-6894a57f9324"'],
 };
 

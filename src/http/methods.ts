@@ -21,33 +21,40 @@ function patternOf(url: string): RegExp {
  * method first, so both arrive in the not-found handler, which consults the
  * paths every route registered. X-HTTP-Method-Override is never read.
  */
-export const methodsPlugin = fp(async (app: FastifyInstance) => {
-  const paths = new Map<string, PathMethods>();
+export const methodsPlugin = fp(
+  async (app: FastifyInstance) => {
+    const paths = new Map<string, PathMethods>();
 
-  app.addHook('onRoute', (route) => {
-    const entry = paths.get(route.url) ?? { pattern: patternOf(route.url), methods: new Set<string>() };
-    for (const m of [route.method].flat()) entry.methods.add(m.toUpperCase());
-    paths.set(route.url, entry);
-  });
-
-  function allowed(path: string): string[] | undefined {
-    const found = new Set<string>();
-    for (const { pattern, methods } of paths.values()) {
-      if (pattern.test(path)) for (const m of methods) found.add(m);
-    }
-    if (found.size === 0) return undefined;
-    found.add('OPTIONS');
-    return [...found].sort();
-  }
-
-  app.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0];
-    const allow = allowed(path);
-    if (!allow) throw new ProblemError('not-found', `No resource at ${path}.`);
-    reply.header('allow', allow.join(', '));
-    if (request.method === 'OPTIONS') return reply.code(204).send();
-    throw new ProblemError('method-not-allowed', `${request.method} is not supported on ${path}; use one of ${allow.join(', ')}.`, {
-      headers: { allow: allow.join(', ') },
+    app.addHook('onRoute', (route) => {
+      const entry = paths.get(route.url) ?? { pattern: patternOf(route.url), methods: new Set<string>() };
+      for (const m of [route.method].flat()) entry.methods.add(m.toUpperCase());
+      paths.set(route.url, entry);
     });
-  });
-}, { name: 'hookstream-methods' });
+
+    function allowed(path: string): string[] | undefined {
+      const found = new Set<string>();
+      for (const { pattern, methods } of paths.values()) {
+        if (pattern.test(path)) for (const m of methods) found.add(m);
+      }
+      if (found.size === 0) return undefined;
+      found.add('OPTIONS');
+      return [...found].sort();
+    }
+
+    app.setNotFoundHandler(async (request, reply) => {
+      const path = request.url.split('?')[0];
+      const allow = allowed(path);
+      if (!allow) throw new ProblemError('not-found', `No resource at ${path}.`);
+      reply.header('allow', allow.join(', '));
+      if (request.method === 'OPTIONS') return reply.code(204).send();
+      throw new ProblemError(
+        'method-not-allowed',
+        `${request.method} is not supported on ${path}; use one of ${allow.join(', ')}.`,
+        {
+          headers: { allow: allow.join(', ') },
+        },
+      );
+    });
+  },
+  { name: 'hookstream-methods' },
+);

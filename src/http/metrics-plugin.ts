@@ -6,13 +6,16 @@ import type { Metrics } from '../metrics/metrics';
 const UNMATCHED = 'unmatched';
 
 /** Times every response by its route pattern (never the raw URL: bounded label values). */
-export const metricsPlugin = fp(async (app: FastifyInstance, options: { metrics: Metrics }) => {
-  const { metrics } = options;
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED);
-    metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
-  });
-}, { name: 'hookstream-metrics' });
+export const metricsPlugin = fp(
+  async (app: FastifyInstance, options: { metrics: Metrics }) => {
+    const { metrics } = options;
+    app.addHook('onResponse', async (request, reply) => {
+      const route = request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED);
+      metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    });
+  },
+  { name: 'hookstream-metrics' },
+);
 
 /**
  * GET /metrics: the registry in Prometheus' text format, public like /health so a scraper needs no key. A route
@@ -20,21 +23,25 @@ export const metricsPlugin = fp(async (app: FastifyInstance, options: { metrics:
  */
 export async function metricsRoute(app: FastifyInstance, options: { metrics: Metrics }): Promise<void> {
   const { metrics } = options;
-  app.get('/metrics', {
-    config: { public: true, produces: ['text/plain'] },
-    schema: {
-      tags: ['operations'],
-      summary: 'Prometheus metrics of this process',
-      operationId: 'getMetrics',
-      response: {
-        200: {
-          description: 'Prometheus text format 0.0.4: request latency by route, tasks, callbacks, consumer lag',
-          content: { 'text/plain': { schema: { type: 'string' } } },
+  app.get(
+    '/metrics',
+    {
+      config: { public: true, produces: ['text/plain'] },
+      schema: {
+        tags: ['operations'],
+        summary: 'Prometheus metrics of this process',
+        operationId: 'getMetrics',
+        response: {
+          200: {
+            description: 'Prometheus text format 0.0.4: request latency by route, tasks, callbacks, consumer lag',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
         },
       },
     },
-  }, async (_request, reply) => {
-    const body = await metrics.registry.metrics();
-    return reply.type(metrics.registry.contentType).send(body);
-  });
+    async (_request, reply) => {
+      const body = await metrics.registry.metrics();
+      return reply.type(metrics.registry.contentType).send(body);
+    },
+  );
 }

@@ -24,8 +24,9 @@ export function preferredWait(request: FastifyRequest): number | undefined {
 /** The request header, as route schemas declare it. */
 export const PREFER_HEADER = {
   type: 'string',
-  description: 'RFC 7240. `wait=N`: hold the answer until the task is final, at most N seconds '
-    + `(capped at ${MAX_WAIT_SECONDS}).`,
+  description:
+    'RFC 7240. `wait=N`: hold the answer until the task is final, at most N seconds ' +
+    `(capped at ${MAX_WAIT_SECONDS}).`,
   examples: ['wait=30'],
 };
 

@@ -18,7 +18,8 @@ const FRAMEWORK_ERRORS: Record<string, ProblemKind> = {
 /** What a client is told for a problem raised below the HTTP layer or by Fastify, whose own message stays in the log. */
 const PUBLIC_DETAILS: Partial<Record<ProblemKind, string>> = {
   'malformed-body': 'The body is not valid JSON.',
-  'unsupported-media-type': 'Send the body as application/json (or application/hal+json; application/merge-patch+json for PATCH).',
+  'unsupported-media-type':
+    'Send the body as application/json (or application/hal+json; application/merge-patch+json for PATCH).',
   'kafka-unavailable': 'Kafka is not reachable right now; retry later.',
 };
 
@@ -29,17 +30,21 @@ const PROBLEM_HEADERS: Partial<Record<ProblemKind, Record<string, string>>> = {
 function toProblemError(err: FastifyError | Error): ProblemError | undefined {
   if (err instanceof ProblemError) return err;
   const carried = problemKindOf(err);
-  if (carried) return new ProblemError(carried, PUBLIC_DETAILS[carried] ?? PROBLEM_TYPES[carried].title, {
-    headers: PROBLEM_HEADERS[carried],
-  });
+  if (carried)
+    return new ProblemError(carried, PUBLIC_DETAILS[carried] ?? PROBLEM_TYPES[carried].title, {
+      headers: PROBLEM_HEADERS[carried],
+    });
   const fe = err as FastifyError;
   if (fe.validation) {
     const where = fe.validationContext === 'body' ? '' : `/${fe.validationContext ?? 'request'}`;
-    return new ProblemError('validation-failed', 'The request has invalid values; see errors.', { errors: fieldErrors(fe.validation, where) });
+    return new ProblemError('validation-failed', 'The request has invalid values; see errors.', {
+      errors: fieldErrors(fe.validation, where),
+    });
   }
   const kind = fe.code ? FRAMEWORK_ERRORS[fe.code] : undefined;
   if (kind) return new ProblemError(kind, PUBLIC_DETAILS[kind] ?? fe.message);
-  if (err instanceof SyntaxError && fe.statusCode === 400) return new ProblemError('malformed-body', 'The body is not valid JSON.');
+  if (err instanceof SyntaxError && fe.statusCode === 400)
+    return new ProblemError('malformed-body', 'The body is not valid JSON.');
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     return new ProblemError('bad-request', fe.message, { status: fe.statusCode });
   }
@@ -60,14 +65,24 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: P
 }
 
 /** Every 4xx/5xx is a Problem Detail; nothing internal ever leaves the process. */
-export const problemPlugin = fp(async (app: FastifyInstance) => {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const known = toProblemError(err);
-    if (known) {
-      if (known.status >= 500) request.log.warn({ err, kind: known.kind }, 'request failed');
-      return sendProblem(request, reply, known);
-    }
-    request.log.error({ err }, 'unexpected error');
-    return sendProblem(request, reply, new ProblemError('internal-error', `Something went wrong on our side; quote logref ${request.id} when reporting it.`));
-  });
-}, { name: 'hookstream-problem' });
+export const problemPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.setErrorHandler((err: FastifyError, request, reply) => {
+      const known = toProblemError(err);
+      if (known) {
+        if (known.status >= 500) request.log.warn({ err, kind: known.kind }, 'request failed');
+        return sendProblem(request, reply, known);
+      }
+      request.log.error({ err }, 'unexpected error');
+      return sendProblem(
+        request,
+        reply,
+        new ProblemError(
+          'internal-error',
+          `Something went wrong on our side; quote logref ${request.id} when reporting it.`,
+        ),
+      );
+    });
+  },
+  { name: 'hookstream-problem' },
+);

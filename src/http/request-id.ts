@@ -16,8 +16,11 @@ export function requestIdOf(req: IncomingMessage): string {
 }
 
 /** Every response, Problems included, names the request id it was logged under. */
-export const requestIdPlugin = fp(async (app: FastifyInstance) => {
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-}, { name: 'hookstream-request-id' });
+export const requestIdPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addHook('onRequest', async (request, reply) => {
+      reply.header('x-request-id', request.id);
+    });
+  },
+  { name: 'hookstream-request-id' },
+);

@@ -47,18 +47,23 @@ const SELECTION: Record<string, Schema> = {
 export const SELECTION_PARAMETERS = Object.keys(SELECTION);
 
 const STANDARD_ERRORS: Record<string, Schema> = {
-  406: problemResponse('not-acceptable: the Accept header allows none of application/hal+json, '
-    + 'application/problem+json (or the route\'s other media types).'),
+  406: problemResponse(
+    'not-acceptable: the Accept header allows none of application/hal+json, ' +
+      "application/problem+json (or the route's other media types).",
+  ),
   '4xx': problemResponse('Any other client error, as a Problem (see /docs/problems).'),
   '5xx': problemResponse('internal-error; kafka-unavailable (with Retry-After) when Kafka cannot be reached in time.'),
 };
 
 const BODY_ERRORS: Record<string, Schema> = {
-  400: problemResponse('validation-failed (errors[] names each offending field with a JSON pointer), '
-    + 'or malformed-body.'),
+  400: problemResponse(
+    'validation-failed (errors[] names each offending field with a JSON pointer), ' + 'or malformed-body.',
+  ),
   413: problemResponse('payload-too-large.'),
-  415: problemResponse('unsupported-media-type: send application/json or application/hal+json '
-    + '(application/merge-patch+json for PATCH).'),
+  415: problemResponse(
+    'unsupported-media-type: send application/json or application/hal+json ' +
+      '(application/merge-patch+json for PATCH).',
+  ),
 };
 
 const UNAUTHORIZED = problemResponse('unauthorized: no API key, a wrong one, or two Authorization headers.', {
@@ -66,8 +71,10 @@ const UNAUTHORIZED = problemResponse('unauthorized: no API key, a wrong one, or 
 });
 
 function answersHal(response: Record<string, Schema>): boolean {
-  return Object.entries(response).some(([status, r]) => status.startsWith('2')
-    && typeof r.content === 'object' && r.content !== null && HAL_MEDIA_TYPE in r.content);
+  return Object.entries(response).some(
+    ([status, r]) =>
+      status.startsWith('2') && typeof r.content === 'object' && r.content !== null && HAL_MEDIA_TYPE in r.content,
+  );
 }
 
 /** Each route's own declarations win over these defaults. */
@@ -94,11 +101,14 @@ function withConventions(route: RouteOptions): Schema {
  * parameters of HAL answers, the Problems any route may answer, and the API key (or, for public routes, none).
  * The Problem schema is shared (`Problem`), and so one component of the OpenAPI document.
  */
-export const routeSchemaConventions = fp(async (app: FastifyInstance) => {
-  app.addSchema(problemSchema);
-  app.addHook('onRoute', (route) => {
-    // The docs page's own files are no part of the API. A GET's automatic HEAD twin passes here again: harmless.
-    if (!route.schema || (route.schema as Schema).hide === true) return;
-    route.schema = withConventions(route);
-  });
-}, { name: 'hookstream-route-schema-conventions' });
+export const routeSchemaConventions = fp(
+  async (app: FastifyInstance) => {
+    app.addSchema(problemSchema);
+    app.addHook('onRoute', (route) => {
+      // The docs page's own files are no part of the API. A GET's automatic HEAD twin passes here again: harmless.
+      if (!route.schema || (route.schema as Schema).hide === true) return;
+      route.schema = withConventions(route);
+    });
+  },
+  { name: 'hookstream-route-schema-conventions' },
+);

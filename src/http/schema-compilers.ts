@@ -19,7 +19,7 @@ export function validatorFactory(): BuildCompilerFromPool {
     // Fastify calls a compiler with the route's definition; the typings name only its schema.
     const others = fastifyDefault(externalSchemas, options) as unknown as RouteCompiler;
     const byPart: RouteCompiler = (route) =>
-      (route.httpPart === 'body' ? compile(route.schema as object) : others(route));
+      route.httpPart === 'body' ? compile(route.schema as object) : others(route);
     return byPart as unknown as ReturnType<BuildCompilerFromPool>;
   };
 }
@@ -31,5 +31,5 @@ export function validatorFactory(): BuildCompilerFromPool {
  * a response schema, and measured as fast on these bodies (README, "OpenAPI and the docs page"). It is Fastify's
  * serializer factory, not setSerializerCompiler: a context that adds shared schemas builds its compilers anew.
  */
-export const serializerFactory: NonNullable<CompilersFactory['buildSerializer']> = () => () =>
-  (data) => JSON.stringify(data);
+export const serializerFactory: NonNullable<CompilersFactory['buildSerializer']> = () => () => (data) =>
+  JSON.stringify(data);

@@ -6,7 +6,10 @@ import { DEFAULT_EMBEDDED, EMBEDDABLE, isHal, type Hal, type HalResource } from 
 function list(value: unknown): string[] | undefined {
   if (value === undefined) return undefined;
   const raw = Array.isArray(value) ? value.join(',') : String(value);
-  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 export interface Selection {
@@ -46,9 +49,12 @@ function toPlain(resource: HalResource): Hal {
   return applySelection(resource, {});
 }
 
-export const selectionPlugin = fp(async (app: FastifyInstance) => {
-  app.addHook('preSerialization', async (request, reply, payload) => {
-    if (reply.statusCode >= 300 || !isHal(payload)) return payload;
-    return applySelection(payload, selectionOf(request));
-  });
-}, { name: 'hookstream-selection' });
+export const selectionPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addHook('preSerialization', async (request, reply, payload) => {
+      if (reply.statusCode >= 300 || !isHal(payload)) return payload;
+      return applySelection(payload, selectionOf(request));
+    });
+  },
+  { name: 'hookstream-selection' },
+);

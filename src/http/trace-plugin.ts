@@ -15,24 +15,28 @@ declare module 'fastify' {
  * after the body is parsed: the parser's stream events would otherwise run the handler outside it. The answer's
  * `traceparent` names the request's span.
  */
-export const tracePlugin = fp(async (app: FastifyInstance, options: { tracer: Tracer }) => {
-  const spans = new WeakMap<object, Span>();
-  app.decorateRequest('trace', null as unknown as TraceContext);
-  app.addHook('onRequest', (request, reply, done) => {
-    const header = request.headers.traceparent;
-    const route = request.routeOptions.url ?? 'unmatched';
-    const parent = parseTraceparent(Array.isArray(header) ? header[0] : header);
-    const span = options.tracer.start(`${request.method} ${route}`, 'server', parent, {
-      'http.request.method': request.method, 'http.route': route,
+export const tracePlugin = fp(
+  async (app: FastifyInstance, options: { tracer: Tracer }) => {
+    const spans = new WeakMap<object, Span>();
+    app.decorateRequest('trace', null as unknown as TraceContext);
+    app.addHook('onRequest', (request, reply, done) => {
+      const header = request.headers.traceparent;
+      const route = request.routeOptions.url ?? 'unmatched';
+      const parent = parseTraceparent(Array.isArray(header) ? header[0] : header);
+      const span = options.tracer.start(`${request.method} ${route}`, 'server', parent, {
+        'http.request.method': request.method,
+        'http.route': route,
+      });
+      spans.set(request, span);
+      request.trace = span.context;
+      reply.header('traceparent', formatTraceparent(span.context));
+      done();
     });
-    spans.set(request, span);
-    request.trace = span.context;
-    reply.header('traceparent', formatTraceparent(span.context));
-    done();
-  });
-  app.addHook('preHandler', (request, _reply, done) => withTrace(request.trace, done));
-  app.addHook('onResponse', (request, reply, done) => {
-    spans.get(request)?.end(reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);
-    done();
-  });
-}, { name: 'hookstream-trace' });
+    app.addHook('preHandler', (request, _reply, done) => withTrace(request.trace, done));
+    app.addHook('onResponse', (request, reply, done) => {
+      spans.get(request)?.end(reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);
+      done();
+    });
+  },
+  { name: 'hookstream-trace' },
+);

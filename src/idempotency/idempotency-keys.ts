@@ -2,7 +2,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { writeThenRead } from '../kafka/read-your-writes';
 import type {
-  OutgoingRecord, PublishOptions, Publisher, RecordPosition, StateView, ViewSource, ViewSpec,
+  OutgoingRecord,
+  PublishOptions,
+  Publisher,
+  RecordPosition,
+  StateView,
+  ViewSource,
+  ViewSpec,
 } from '../kafka/types';
 import { Deadline } from '../lib/deadline';
 import type { Logger } from '../logger';
@@ -25,11 +31,28 @@ export interface StoredAnswer {
 }
 
 /** "A request with this key is being handled": the first claim since the key was free wins. */
-interface ClaimRecord { kind: 'claim'; scope: string; claimId: string; fingerprint: string; at: number }
+interface ClaimRecord {
+  kind: 'claim';
+  scope: string;
+  claimId: string;
+  fingerprint: string;
+  at: number;
+}
 /** The winner wrote nothing after all: the key is free again at once. */
-interface ReleaseRecord { kind: 'release'; scope: string; claimId: string; at: number }
+interface ReleaseRecord {
+  kind: 'release';
+  scope: string;
+  claimId: string;
+  at: number;
+}
 /** Written in the creation's own transaction: the request created something and answered this. */
-interface DoneRecord { kind: 'done'; scope: string; fingerprint: string; at: number; answer: StoredAnswer }
+interface DoneRecord {
+  kind: 'done';
+  scope: string;
+  fingerprint: string;
+  at: number;
+  answer: StoredAnswer;
+}
 export type IdempotencyRecord = ClaimRecord | ReleaseRecord | DoneRecord;
 
 export function decodeIdempotencyRecord(value: string): IdempotencyRecord {
@@ -41,7 +64,10 @@ export function decodeIdempotencyRecord(value: string): IdempotencyRecord {
   return parsed;
 }
 
-const IDEMPOTENCY_KEYS_VIEW: ViewSpec<IdempotencyRecord> = { topic: 'idempotencyKeys', decode: decodeIdempotencyRecord };
+const IDEMPOTENCY_KEYS_VIEW: ViewSpec<IdempotencyRecord> = {
+  topic: 'idempotencyKeys',
+  decode: decodeIdempotencyRecord,
+};
 
 export type KeyDecision =
   | { kind: 'replay'; answer: StoredAnswer }
@@ -141,9 +167,9 @@ export class IdempotencyKeys {
     try {
       const deadline = new Deadline(this.deps.timeoutMs);
       const claim: ClaimRecord = { kind: 'claim', scope, claimId: randomUUID(), fingerprint, at: Date.now() };
-      await writeThenRead(this.deps.view, deadline.remaining(), (timeoutMs) => this.deps.publisher.publish(
-        [this.record(`${CLAIM_PREFIX}${scope}`, claim)], { timeoutMs },
-      ));
+      await writeThenRead(this.deps.view, deadline.remaining(), (timeoutMs) =>
+        this.deps.publisher.publish([this.record(`${CLAIM_PREFIX}${scope}`, claim)], { timeoutMs }),
+      );
       // The view has now applied everything before the claim in the key's partition.
       const entry = this.entries.get(scope);
       const done = this.live(entry?.done);
@@ -190,12 +216,16 @@ export class IdempotencyKeys {
         if (!ctx) return inner.publishStaged(first, then, opts);
         let extra: OutgoingRecord[] = [];
         let more = 0;
-        const positions = await inner.publishStaged(first, (p: RecordPosition[]) => {
-          const next = then(p);
-          more = next.length;
-          extra = this.completion(ctx, [...first, ...next]);
-          return [...next, ...extra];
-        }, opts);
+        const positions = await inner.publishStaged(
+          first,
+          (p: RecordPosition[]) => {
+            const next = then(p);
+            more = next.length;
+            extra = this.completion(ctx, [...first, ...next]);
+            return [...next, ...extra];
+          },
+          opts,
+        );
         this.completed(extra);
         return positions.slice(0, first.length + more);
       },
@@ -248,7 +278,8 @@ export class IdempotencyKeys {
     const release: ReleaseRecord = { kind: 'release', scope: claim.scope, claimId: claim.claimId, at: Date.now() };
     const key = `${CLAIM_PREFIX}${claim.scope}`;
     this.apply(key, release);
-    this.deps.publisher.publish([this.record(key, release)], { timeoutMs: this.deps.timeoutMs })
+    this.deps.publisher
+      .publish([this.record(key, release)], { timeoutMs: this.deps.timeoutMs })
       .catch((err: unknown) => {
         this.deps.logger.warn({ err, scope: claim.scope }, 'could not release an idempotency key');
       });
@@ -309,7 +340,9 @@ export class IdempotencyKeys {
   private record(key: string, value: IdempotencyRecord | null): OutgoingRecord {
     const scope = key.startsWith(CLAIM_PREFIX) ? key.slice(CLAIM_PREFIX.length) : key;
     return {
-      topic: this.deps.topic, key, value: value === null ? null : JSON.stringify(value),
+      topic: this.deps.topic,
+      key,
+      value: value === null ? null : JSON.stringify(value),
       partition: this.deps.partitionFor(scope),
     };
   }

@@ -39,7 +39,9 @@ function cacheTransactionCoordinator<C extends ClusterWithCoordinators>(cluster:
     if (lookup.coordinatorType !== TRANSACTION) return lookUp(lookup);
     let broker = found.get(lookup.groupId);
     if (!broker) {
-      const forget = () => { if (found.get(lookup.groupId) === broker) found.delete(lookup.groupId); };
+      const forget = () => {
+        if (found.get(lookup.groupId) === broker) found.delete(lookup.groupId);
+      };
       broker = lookUp(lookup).then((b) => forgottenOnFailure(b, forget));
       broker.catch(forget);
       found.set(lookup.groupId, broker);

@@ -13,9 +13,18 @@ export interface CrashSource {
  * (which starts a fresh consumer) for exactly those crashes, after `delayMs`.
  * Every crash is logged at warn, since kafkajs's own error lines are demoted.
  */
-export function recoverFromFatalCrash(consumer: CrashSource, logger: Logger, what: string, recover: () => void, delayMs = 1000): void {
+export function recoverFromFatalCrash(
+  consumer: CrashSource,
+  logger: Logger,
+  what: string,
+  recover: () => void,
+  delayMs = 1000,
+): void {
   consumer.on(consumer.events.CRASH, ({ payload }) => {
-    logger.warn({ groupId: payload.groupId, err: payload.error, restartedByClient: payload.restart }, `${what} consumer crashed`);
+    logger.warn(
+      { groupId: payload.groupId, err: payload.error, restartedByClient: payload.restart },
+      `${what} consumer crashed`,
+    );
     if (payload.restart) return;
     setTimeout(recover, delayMs).unref();
   });

@@ -45,9 +45,11 @@ export async function runGroupConsumer(
   /** Commits a partition up to its oldest unfinished record (PartitionProgress coalesces the commits). */
   function commit(topic: string, partition: number, progress: PartitionProgress): void {
     const send = (offset: bigint) => consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
-    const committing = progress.commit(send, () => work.get(tp(topic, partition)) === progress)?.catch((err) => {
-      logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
-    });
+    const committing = progress
+      .commit(send, () => work.get(tp(topic, partition)) === progress)
+      ?.catch((err) => {
+        logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
+      });
     if (!committing) return;
     commits.add(committing);
     void committing.finally(() => commits.delete(committing));
@@ -66,11 +68,21 @@ export async function runGroupConsumer(
     }
     let granted = false;
     let grant: () => void = () => undefined;
-    const got = new Promise<void>((resolve) => { grant = () => { granted = true; resolve(); }; });
+    const got = new Promise<void>((resolve) => {
+      grant = () => {
+        granted = true;
+        resolve();
+      };
+    });
     slots.waiters.push(grant);
     while (!granted) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([got, new Promise((r) => { timer = setTimeout(r, 1000); })]);
+      await Promise.race([
+        got,
+        new Promise((r) => {
+          timer = setTimeout(r, 1000);
+        }),
+      ]);
       clearTimeout(timer);
       if (granted) break;
       try {
@@ -110,11 +122,16 @@ export async function runGroupConsumer(
     });
     consumer = member;
     member.on(member.events.GROUP_JOIN, onJoin);
-    member.on(member.events.FETCH, () => { fetchedAt = Date.now(); });
+    member.on(member.events.FETCH, () => {
+      fetchedAt = Date.now();
+    });
     member.on(member.events.END_BATCH_PROCESS, ({ payload }) => {
       const { topic, partition } = payload;
       fetched.set(tp(topic, partition), {
-        topic, partition, highWatermark: BigInt(payload.highWatermark), to: BigInt(payload.lastOffset) + 1n,
+        topic,
+        partition,
+        highWatermark: BigInt(payload.highWatermark),
+        to: BigInt(payload.lastOffset) + 1n,
       });
     });
     recoverFromFatalCrash(member, logger, options.groupId, () => restart(member));
@@ -151,7 +168,13 @@ export async function runGroupConsumer(
       } catch (err) {
         if (signal.aborted) return;
         const delay = retryDelayMs(failures, 200, 10000);
-        const at = { topic: record.topic, partition: record.partition, offset: record.offset, failures, retryInMs: delay };
+        const at = {
+          topic: record.topic,
+          partition: record.partition,
+          offset: record.offset,
+          failures,
+          retryInMs: delay,
+        };
         logger.error({ ...at, err }, 'record handler failed; handling it again');
         await pause(delay, signal);
         if (signal.aborted) return;
@@ -170,7 +193,9 @@ export async function runGroupConsumer(
     const ac = new AbortController();
     w.start(offset, ac);
     const record: IncomingRecord = {
-      topic, partition, offset: message.offset,
+      topic,
+      partition,
+      offset: message.offset,
       key: message.key?.toString() ?? null,
       value: message.value?.toString() ?? null,
       headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)])),
@@ -206,7 +231,12 @@ export async function runGroupConsumer(
       for (const key of [...work.keys()]) handBack(key, 'shutdown');
       let timer: NodeJS.Timeout | undefined;
       const settled = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
-      await Promise.race([settled, new Promise((r) => { timer = setTimeout(r, 10000); })]);
+      await Promise.race([
+        settled,
+        new Promise((r) => {
+          timer = setTimeout(r, 10000);
+        }),
+      ]);
       clearTimeout(timer);
       await consumer.disconnect().catch(() => undefined);
     },

@@ -22,11 +22,12 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
  */
 function kafkajsLogCreator(logger: Logger) {
   const log = logger.child({ component: 'kafkajs' });
-  return () => ({ level, log: entry }: LogEntry) => {
-    const { message, ...rest } = entry;
-    const target = level === logLevel.ERROR || level === logLevel.WARN ? 'debug' : LEVELS[level] ?? 'debug';
-    log[target](rest, message);
-  };
+  return () =>
+    ({ level, log: entry }: LogEntry) => {
+      const { message, ...rest } = entry;
+      const target = level === logLevel.ERROR || level === logLevel.WARN ? 'debug' : (LEVELS[level] ?? 'debug');
+      log[target](rest, message);
+    };
 }
 
 export function createKafkaClient(options: KafkaClientOptions): Kafka {

@@ -11,8 +11,16 @@ import { KafkaStateView } from './state-view';
 import { ensureTopics, topicNames, type Topics } from './topics';
 import { TransactionalPublisher } from './transactional-publisher';
 import type {
-  ConsumerHandle, FencingPublisher, GroupConsumerHandle, GroupConsumerOptions, PartitionLag, PartitionReader,
-  Publisher, StateView, ViewSource, ViewSpec,
+  ConsumerHandle,
+  FencingPublisher,
+  GroupConsumerHandle,
+  GroupConsumerOptions,
+  PartitionLag,
+  PartitionReader,
+  Publisher,
+  StateView,
+  ViewSource,
+  ViewSpec,
 } from './types';
 
 export interface KafkaGatewayOptions {
@@ -56,7 +64,12 @@ export interface KafkaGateway extends ViewSource {
 
 export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaGateway> {
   const logger = options.logger.child({ component: 'kafka' });
-  const kafka = createKafkaClient({ brokers: options.brokers, clientId: `hookstream-${options.processName}`, timeoutMs: options.timeoutMs, logger });
+  const kafka = createKafkaClient({
+    brokers: options.brokers,
+    clientId: `hookstream-${options.processName}`,
+    timeoutMs: options.timeoutMs,
+    logger,
+  });
   const health = new KafkaHealth(options.brokers);
   await health.probe();
   health.start();
@@ -74,7 +87,11 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     throw err;
   }
   const newPublisher = (transactionalId: string) =>
-    new TransactionalPublisher(kafka, partitions, health, logger, { transactionalId, timeoutMs: options.timeoutMs, maxBatchRecords: 500 });
+    new TransactionalPublisher(kafka, partitions, health, logger, {
+      transactionalId,
+      timeoutMs: options.timeoutMs,
+      maxBatchRecords: 500,
+    });
   const publisher = newPublisher(`${options.topicPrefix}${options.processName}-${randomUUID()}`);
   const views = new Map<string, { spec: ViewSpec<unknown>; view: Promise<KafkaStateView<unknown>> }>();
   const highWatermarks = new HighWatermarks(kafka);

@@ -10,7 +10,10 @@ export class KafkaHealth {
   private timer: NodeJS.Timeout | undefined;
   private probing = false;
 
-  constructor(private readonly brokers: string[], private readonly intervalMs = 1000) {}
+  constructor(
+    private readonly brokers: string[],
+    private readonly intervalMs = 1000,
+  ) {}
 
   get up(): boolean {
     return this.reachable;

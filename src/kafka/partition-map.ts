@@ -17,9 +17,16 @@ export class PartitionMap {
     if (missing.length === 0) return;
     const { topics: metadata } = await this.admin.fetchTopicMetadata({ topics: missing });
     for (const t of metadata) {
-      this.partitions.set(t.name, Array.from({ length: t.partitions.length }, (_, partitionId) => ({
-        partitionId, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0],
-      })));
+      this.partitions.set(
+        t.name,
+        Array.from({ length: t.partitions.length }, (_, partitionId) => ({
+          partitionId,
+          leader: 0,
+          partitionErrorCode: 0,
+          replicas: [0],
+          isr: [0],
+        })),
+      );
     }
   }
 

@@ -3,7 +3,11 @@ import type { Admin, Batch, Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
 import {
-  KafkaUnavailableError, type IncomingRecord, type PartitionReader, type PartitionReadOptions, type PartitionReading,
+  KafkaUnavailableError,
+  type IncomingRecord,
+  type PartitionReader,
+  type PartitionReadOptions,
+  type PartitionReading,
 } from './types';
 import { withKafkaTimeout } from './kafka-timeout';
 
@@ -18,7 +22,6 @@ interface Waiter {
   reject(err: Error): void;
   timer: NodeJS.Timeout;
 }
-
 
 /**
  * One reading of one partition. kafkajs has no `assign`, so the reader is the
@@ -49,9 +52,15 @@ class Reading implements PartitionReading {
     try {
       // kafkajs's run() also resolves when joining failed (it reports a crash): joining is what counts.
       let joined: () => void = () => undefined;
-      const join = new Promise<void>((resolve) => { joined = resolve; });
+      const join = new Promise<void>((resolve) => {
+        joined = resolve;
+      });
       const what = `reader of ${this.options.topic}/${this.options.partition}`;
-      await withKafkaTimeout(this.consume(joined).then(() => join), timeoutMs, what);
+      await withKafkaTimeout(
+        this.consume(joined).then(() => join),
+        timeoutMs,
+        what,
+      );
     } catch (err) {
       await this.stop();
       if (err instanceof KafkaUnavailableError) throw err;
@@ -64,7 +73,9 @@ class Reading implements PartitionReading {
     if (this.position >= target) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        target, resolve, reject,
+        target,
+        resolve,
+        reject,
         timer: setTimeout(() => {
           this.waiters.delete(waiter);
           reject(new KafkaUnavailableError(`the reader did not reach offset ${offset} within ${timeoutMs} ms`));
@@ -89,8 +100,12 @@ class Reading implements PartitionReading {
   private async consume(joined: () => void = () => undefined): Promise<void> {
     const { topic, partition } = this.options;
     const consumer = this.kafka.consumer({
-      groupId: `${topic}.reader.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000, maxWaitTimeInMs: 1000,
-      maxBytesPerPartition: MAX_FETCH_BYTES, maxBytes: MAX_FETCH_BYTES,
+      groupId: `${topic}.reader.${randomUUID()}`,
+      readUncommitted: false,
+      sessionTimeout: 30000,
+      maxWaitTimeInMs: 1000,
+      maxBytesPerPartition: MAX_FETCH_BYTES,
+      maxBytes: MAX_FETCH_BYTES,
       retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 5, restartOnFailure: async () => false },
     });
     this.consumer = consumer;
@@ -112,7 +127,8 @@ class Reading implements PartitionReading {
       await consumer.connect();
       await consumer.subscribe({ topic, fromBeginning: false });
       await consumer.run({
-        autoCommit: false, eachBatch: ({ batch, heartbeat }) => this.handle(consumer, batch, heartbeat),
+        autoCommit: false,
+        eachBatch: ({ batch, heartbeat }) => this.handle(consumer, batch, heartbeat),
       });
       // A fetch already in flight for the partition is dropped by kafkajs once a seek is pending.
       consumer.seek({ topic, partition, offset: this.position.toString() });
@@ -130,8 +146,12 @@ class Reading implements PartitionReading {
       const offset = BigInt(m.offset);
       if (offset < this.position) continue;
       const record: IncomingRecord = {
-        topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key?.toString() ?? null,
-        value: m.value?.toString() ?? null, timestamp: m.timestamp,
+        topic: batch.topic,
+        partition: batch.partition,
+        offset: m.offset,
+        key: m.key?.toString() ?? null,
+        value: m.value?.toString() ?? null,
+        timestamp: m.timestamp,
         headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)])),
       };
       await this.held(this.options.onRecord(record), heartbeat);
@@ -143,10 +163,17 @@ class Reading implements PartitionReading {
   private async held(receiving: Promise<void> | void, heartbeat: () => Promise<void>): Promise<void> {
     if (!(receiving instanceof Promise)) return;
     let done = false;
-    const finished = receiving.finally(() => { done = true; });
+    const finished = receiving.finally(() => {
+      done = true;
+    });
     while (!done) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([finished, new Promise((r) => { timer = setTimeout(r, HEARTBEAT_WHILE_HELD_MS); })]);
+      await Promise.race([
+        finished,
+        new Promise((r) => {
+          timer = setTimeout(r, HEARTBEAT_WHILE_HELD_MS);
+        }),
+      ]);
       clearTimeout(timer);
       if (!done && !this.stopped) await heartbeat().catch(() => undefined);
     }
@@ -181,7 +208,11 @@ class Reading implements PartitionReading {
 export class KafkaPartitionReader implements PartitionReader {
   private readonly readings = new Set<Reading>();
 
-  constructor(private readonly kafka: Kafka, private readonly admin: Admin, private readonly logger: Logger) {}
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly admin: Admin,
+    private readonly logger: Logger,
+  ) {}
 
   async open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading> {
     const reading = new Reading(this.kafka, options, this.logger, (r) => this.readings.delete(r));

@@ -89,7 +89,10 @@ export class KafkaStateView<T> implements StateView<T> {
   private async consume(): Promise<void> {
     // A short long-poll keeps shutdown quick: disconnect waits for the fetch in flight.
     const consumer = this.kafka.consumer({
-      groupId: `${this.topic}.view.${randomUUID()}`, readUncommitted: false, sessionTimeout: 30000, maxWaitTimeInMs: 1000,
+      groupId: `${this.topic}.view.${randomUUID()}`,
+      readUncommitted: false,
+      sessionTimeout: 30000,
+      maxWaitTimeInMs: 1000,
       retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 5, restartOnFailure: async () => false },
     });
     this.consumer = consumer;
@@ -97,7 +100,8 @@ export class KafkaStateView<T> implements StateView<T> {
     // Batches of only markers or aborted records never reach eachBatch, but do move the position.
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
       // firstOffset is null when kafkajs skipped records below the fetched offset (compaction): nothing was seen.
-      if (payload.topic === this.topic && payload.firstOffset !== null) this.advance(payload.partition, payload.lastOffset);
+      if (payload.topic === this.topic && payload.firstOffset !== null)
+        this.advance(payload.partition, payload.lastOffset);
     });
     try {
       await this.run(consumer);
@@ -129,7 +133,8 @@ export class KafkaStateView<T> implements StateView<T> {
         this.advance(batch.partition, batch.lastOffset());
       },
     });
-    for (const [partition, offset] of this.position) consumer.seek({ topic: this.topic, partition, offset: offset.toString() });
+    for (const [partition, offset] of this.position)
+      consumer.seek({ topic: this.topic, partition, offset: offset.toString() });
   }
 
   /**
@@ -172,7 +177,11 @@ export class KafkaStateView<T> implements StateView<T> {
   private async latestWithin(deadline: number): Promise<Map<number, bigint>> {
     for (let failures = 1; ; failures += 1) {
       try {
-        return await withKafkaTimeout(this.latestOffsets(), Math.max(1, deadline - Date.now()), `offsets of ${this.topic}`);
+        return await withKafkaTimeout(
+          this.latestOffsets(),
+          Math.max(1, deadline - Date.now()),
+          `offsets of ${this.topic}`,
+        );
       } catch (err) {
         const delay = Math.min(500, 25 * 2 ** failures);
         if (this.stopped || Date.now() + delay >= deadline) throw err;
@@ -254,4 +263,3 @@ export class KafkaStateView<T> implements StateView<T> {
     }
   }
 }
-

@@ -65,9 +65,10 @@ export function topicConfigs(topics: Topics, partitions: number, replicationFact
       replicationFactor,
       configEntries: compacted
         ? [
-          { name: 'cleanup.policy', value: 'compact' }, { name: 'min.compaction.lag.ms', value: '60000' },
-          ...(FORGETTING.includes(name) ? FORGETTING_CONFIG : []),
-        ]
+            { name: 'cleanup.policy', value: 'compact' },
+            { name: 'min.compaction.lag.ms', value: '60000' },
+            ...(FORGETTING.includes(name) ? FORGETTING_CONFIG : []),
+          ]
         : [{ name: 'retention.ms', value: WEEK_MS }],
     };
   });
@@ -103,7 +104,8 @@ async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number)
     } catch (err) {
       if (Date.now() > deadline) throw err;
     }
-    if (Date.now() > deadline) throw new KafkaUnavailableError(`topics have no leaders after ${timeoutMs} ms: ${topics.join(', ')}`);
+    if (Date.now() > deadline)
+      throw new KafkaUnavailableError(`topics have no leaders after ${timeoutMs} ms: ${topics.join(', ')}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -4,7 +4,12 @@ import { producerWithCachedCoordinator } from './cached-coordinator';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
 import {
-  KafkaUnavailableError, type FencingPublisher, type OutgoingRecord, type PublishOptions, type RecordPosition, type WriteChain,
+  KafkaUnavailableError,
+  type FencingPublisher,
+  type OutgoingRecord,
+  type PublishOptions,
+  type RecordPosition,
+  type WriteChain,
 } from './types';
 
 interface Pending {
@@ -85,12 +90,18 @@ export class TransactionalPublisher implements FencingPublisher {
     return this.producer ? this.initializations : undefined;
   }
 
-  private enqueue(records: OutgoingRecord[], then: Pending['then'], options: PublishOptions): Promise<RecordPosition[]> {
+  private enqueue(
+    records: OutgoingRecord[],
+    then: Pending['then'],
+    options: PublishOptions,
+  ): Promise<RecordPosition[]> {
     const refused = this.closed
       ? 'publisher closed'
       : options.chain?.broken
         ? 'an earlier write of its chain failed'
-        : this.health.up ? undefined : 'Kafka is not reachable';
+        : this.health.up
+          ? undefined
+          : 'Kafka is not reachable';
     if (refused) {
       if (options.chain) options.chain.broken = true;
       return Promise.reject(new KafkaUnavailableError(refused));
@@ -98,14 +109,26 @@ export class TransactionalPublisher implements FencingPublisher {
     const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.options.timeoutMs, this.options.timeoutMs));
     return new Promise((resolve, reject) => {
       const pending: Pending = {
-        records, then, resolve, reject, settled: false, deadline: Date.now() + timeoutMs, generation: options.generation,
+        records,
+        then,
+        resolve,
+        reject,
+        settled: false,
+        deadline: Date.now() + timeoutMs,
+        generation: options.generation,
         chain: options.chain,
       };
       const timer = setTimeout(() => {
         settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${timeoutMs} ms`));
       }, timeoutMs);
-      pending.resolve = (p) => { clearTimeout(timer); resolve(p); };
-      pending.reject = (e) => { clearTimeout(timer); reject(e); };
+      pending.resolve = (p) => {
+        clearTimeout(timer);
+        resolve(p);
+      };
+      pending.reject = (e) => {
+        clearTimeout(timer);
+        reject(e);
+      };
       this.queue.push(pending);
       void this.drain();
     });
@@ -147,7 +170,10 @@ export class TransactionalPublisher implements FencingPublisher {
     let size = 0;
     while (this.queue.length > 0) {
       const next = this.queue[0];
-      if (next.settled) { this.queue.shift(); continue; }
+      if (next.settled) {
+        this.queue.shift();
+        continue;
+      }
       if (batch.length > 0 && size + next.records.length > this.options.maxBatchRecords) break;
       batch.push(this.queue.shift() as Pending);
       size += next.records.length;
@@ -182,7 +208,10 @@ export class TransactionalPublisher implements FencingPublisher {
   private withinDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new KafkaUnavailableError('transaction outlived its callers')), deadline - Date.now());
+      timer = setTimeout(
+        () => reject(new KafkaUnavailableError('transaction outlived its callers')),
+        deadline - Date.now(),
+      );
     });
     return Promise.race([work, expired]).finally(() => clearTimeout(timer));
   }
@@ -202,8 +231,14 @@ export class TransactionalPublisher implements FencingPublisher {
     if (batch.length === 0) return all.map(() => []);
     const tx = await producer.transaction();
     try {
-      const first = await this.sendStage(tx, batch.map((p) => p.records));
-      const second = await this.sendStage(tx, batch.map((p, i) => p.then?.(first[i]) ?? []));
+      const first = await this.sendStage(
+        tx,
+        batch.map((p) => p.records),
+      );
+      const second = await this.sendStage(
+        tx,
+        batch.map((p, i) => p.then?.(first[i]) ?? []),
+      );
       await tx.commit();
       this.stats.transactions += 1;
       this.stats.calls += batch.length;
@@ -220,21 +255,28 @@ export class TransactionalPublisher implements FencingPublisher {
     const records = groups.flat();
     if (records.length === 0) return groups.map(() => []);
     await this.partitions.load([...new Set(records.map((r) => r.topic))]);
-    const assigned = records.map((r) => ({ ...r, partition: r.partition ?? this.partitions.partitionFor(r.topic, r.key) }));
+    const assigned = records.map((r) => ({
+      ...r,
+      partition: r.partition ?? this.partitions.partitionFor(r.topic, r.key),
+    }));
     const byTopic = new Map<string, Message[]>();
     for (const r of assigned) {
       const list = byTopic.get(r.topic) ?? [];
       list.push({ key: r.key, value: r.value, headers: r.headers, partition: r.partition });
       byTopic.set(r.topic, list);
     }
-    const metadata = await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    const metadata = await tx.sendBatch({
+      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+    });
     const positions = positionsOf(assigned, metadata);
     let i = 0;
     return groups.map((g) => positions.slice(i, (i += g.length)));
   }
 
   private connectedProducer(): Promise<Producer> {
-    this.connecting ??= this.connectProducer().finally(() => { this.connecting = undefined; });
+    this.connecting ??= this.connectProducer().finally(() => {
+      this.connecting = undefined;
+    });
     return this.connecting;
   }
 

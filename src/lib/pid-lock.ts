@@ -3,7 +3,10 @@ import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'n
 
 /** The lock is held by a live process: names it so the user knows what to stop. */
 export class LockHeldError extends Error {
-  constructor(readonly file: string, readonly pid: number) {
+  constructor(
+    readonly file: string,
+    readonly pid: number,
+  ) {
     super(`${file} is held by the running process ${pid}`);
     this.name = 'LockHeldError';
   }
@@ -92,7 +95,11 @@ export function acquirePidLock(file: string): PidLock {
     const moved = readHolder(aside);
     if (moved && moved.pid !== holder.pid && alive(moved)) {
       // Another process took the stale lock between our read and our rename: give it back.
-      try { linkSync(aside, file); } catch { /* it has already been replaced */ }
+      try {
+        linkSync(aside, file);
+      } catch {
+        /* it has already been replaced */
+      }
       unlinkSync(aside);
       throw new LockHeldError(file, moved.pid);
     }
@@ -107,7 +114,11 @@ function ownLock(file: string): PidLock {
     if (!held.delete(file)) return;
     process.removeListener('exit', release);
     if (readHolder(file)?.pid === process.pid) {
-      try { unlinkSync(file); } catch { /* already gone */ }
+      try {
+        unlinkSync(file);
+      } catch {
+        /* already gone */
+      }
     }
   };
   // process.exit() skips every async cleanup; a synchronous unlink still runs.

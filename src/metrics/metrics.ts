@@ -33,30 +33,43 @@ export class Metrics implements ServiceMetrics {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.http = new Histogram({
-      name: 'http_request_duration_seconds', help: 'HTTP requests by method, route pattern and status code',
-      labelNames: ['method', 'route', 'status_code'], buckets: LATENCY_BUCKETS, registers,
+      name: 'http_request_duration_seconds',
+      help: 'HTTP requests by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: LATENCY_BUCKETS,
+      registers,
     });
     this.accepted = new Counter({ name: 'hookstream_tasks_accepted_total', help: 'Tasks accepted', registers });
     this.finished = new Counter({
-      name: 'hookstream_tasks_finished_total', help: 'Tasks whose final event this process wrote, by outcome',
-      labelNames: ['outcome'], registers,
+      name: 'hookstream_tasks_finished_total',
+      help: 'Tasks whose final event this process wrote, by outcome',
+      labelNames: ['outcome'],
+      registers,
     });
     this.taskDuration = new Histogram({
-      name: 'hookstream_task_duration_seconds', help: 'From a run\'s task.started to its final event, by task type',
-      labelNames: ['type'], buckets: TASK_BUCKETS, registers,
+      name: 'hookstream_task_duration_seconds',
+      help: "From a run's task.started to its final event, by task type",
+      labelNames: ['type'],
+      buckets: TASK_BUCKETS,
+      registers,
     });
     this.attempts = new Counter({
       name: 'hookstream_callback_attempts_total',
       help: 'Callback attempts by outcome (delivered, failed, refused, gone, dead-lettered)',
-      labelNames: ['outcome'], registers,
+      labelNames: ['outcome'],
+      registers,
     });
     this.callbackDuration = new Histogram({
-      name: 'hookstream_callback_duration_seconds', help: 'Callback attempts, from the POST to its answer or failure',
-      buckets: LATENCY_BUCKETS, registers,
+      name: 'hookstream_callback_duration_seconds',
+      help: 'Callback attempts, from the POST to its answer or failure',
+      buckets: LATENCY_BUCKETS,
+      registers,
     });
     new Gauge({
-      name: 'hookstream_kafka_consumer_lag', help: 'Records a consumer group of this process has not finished',
-      labelNames: ['group', 'topic', 'partition'], registers,
+      name: 'hookstream_kafka_consumer_lag',
+      help: 'Records a consumer group of this process has not finished',
+      labelNames: ['group', 'topic', 'partition'],
+      registers,
       collect() {
         this.reset();
         for (const { group, topic, partition, lag } of consumerLag()) {

@@ -9,8 +9,9 @@ export const PROBLEM_SCHEMA_ID = 'Problem';
 export const problemSchema = {
   $id: PROBLEM_SCHEMA_ID,
   type: 'object',
-  description: 'RFC 9457 Problem Details. Clients tell problems apart by `type`, never by `title` or `detail`. '
-    + `The types are catalogued at /docs/problems (each is ${PROBLEM_BASE_URI}<kind>).`,
+  description:
+    'RFC 9457 Problem Details. Clients tell problems apart by `type`, never by `title` or `detail`. ' +
+    `The types are catalogued at /docs/problems (each is ${PROBLEM_BASE_URI}<kind>).`,
   properties: {
     type: { type: 'string', enum: (Object.keys(PROBLEM_TYPES) as ProblemKind[]).map(problemType) },
     title: { type: 'string', description: 'stable per type' },

@@ -26,7 +26,9 @@ interface Planned {
 /** The 2xx body of a bulk operation: the resources it wrote, embedded. */
 function bulkBody(resource: RegisteredResource, reps: HalResource[]): HalResource {
   const { collection } = resource.decl;
-  return halResource({ count: reps.length }, { self: link(`/${collection}`) }, { [collection]: () => reps }, [collection]);
+  return halResource({ count: reps.length }, { self: link(`/${collection}`) }, { [collection]: () => reps }, [
+    collection,
+  ]);
 }
 
 /** GET (paged list), POST (one object, or a bulk create), PATCH (bulk update). */
@@ -68,7 +70,10 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
   app.post(path, bodyRoute(schemas.create), async (request, reply) => {
     if (!isBulkBody(request.body, decl.name)) {
       const prepared = prepareInput(resource, requireObjectBody(request.body), store);
-      if (!prepared.ok) throw new ProblemError('validation-failed', `The body is not a valid ${decl.name}.`, { errors: prepared.errors });
+      if (!prepared.ok)
+        throw new ProblemError('validation-failed', `The body is not a valid ${decl.name}.`, {
+          errors: prepared.errors,
+        });
       const id = uuidv7();
       const created = await idempotently<StoredResource>(request, reply, keys, {
         describe: () => ({ status: 201, ids: [id] }),
@@ -101,7 +106,10 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     const body = await idempotently<HalResource>(request, reply, keys, {
       describe: () => (failures.length > 0 ? { status: 400, ids, errors: failures } : { status: 201, ids }),
       replay: (answer) => {
-        const saved = bulkBody(resource, answer.ids.map((id) => rep(stored(id))));
+        const saved = bulkBody(
+          resource,
+          answer.ids.map((id) => rep(stored(id))),
+        );
         if (answer.errors) throw bulkFailure(false, answer.errors, applySelection(saved, {}));
         return saved;
       },
@@ -126,7 +134,10 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
   async function commit(atomic: boolean, planned: Planned[], failures: ProblemDetail[]): Promise<HalResource> {
     if (failures.length > 0 && atomic) throw bulkFailure(true, failures);
     const saved = planned.length > 0 ? await store.write(planned.map((p) => p.write)) : [];
-    const body = bulkBody(resource, saved.map((s) => rep(s as StoredResource)));
+    const body = bulkBody(
+      resource,
+      saved.map((s) => rep(s as StoredResource)),
+    );
     if (failures.length > 0) throw bulkFailure(false, failures, applySelection(body, {}));
     return body;
   }
@@ -134,7 +145,9 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
   const selfPattern = new RegExp(`^(?:https?://[^/]+)?/${decl.collection}/(${ID_PATTERN.slice(1, -1)})$`);
 
   function planUpdate(element: unknown, index: number): Planned | { failure: ProblemDetail } {
-    const fail = (status: 400 | 404, detail: string, errors?: ProblemDetail[]) => ({ failure: elementProblem(decl.collection, index, status, detail, errors) });
+    const fail = (status: 400 | 404, detail: string, errors?: ProblemDetail[]) => ({
+      failure: elementProblem(decl.collection, index, status, detail, errors),
+    });
     if (typeof element !== 'object' || element === null || Array.isArray(element)) {
       return fail(400, `Element ${index} must be an object.`);
     }
@@ -146,6 +159,9 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     if (!existing) return fail(404, `Element ${index} names ${href}, which does not exist.`);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store);
     if (!prepared.ok) return fail(400, `Element ${index} would make an invalid ${decl.name}.`, prepared.errors);
-    return { index, write: { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data } };
+    return {
+      index,
+      write: { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data },
+    };
   }
 }

@@ -19,18 +19,25 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   const schemas = resourceRouteSchemas(decl);
 
   app.get<IdParams>(path, { schema: schemas.get }, async (request) =>
-    representation(findOr404(store, resource, request.params.id), registry, store));
+    representation(findOr404(store, resource, request.params.id), registry, store),
+  );
 
   // Spec: PUT never creates and never updates partially; a missing field is a 400 like any invalid value.
   // The body's schema is the resource's own: after the 404, Fastify's verdict is the answer, then the relations.
   app.put<IdParams>(path, { schema: schemas.replace, ...REPORTS_BODY_ERRORS }, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
     const errors = bodyErrors(request);
-    const prepared = errors.length > 0
-      ? { ok: false as const, errors }
-      : resolveRelations(resource, request.body as Record<string, unknown>, store);
-    if (!prepared.ok) throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, { errors: prepared.errors });
-    const [saved] = await store.write([{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }]);
+    const prepared =
+      errors.length > 0
+        ? { ok: false as const, errors }
+        : resolveRelations(resource, request.body as Record<string, unknown>, store);
+    if (!prepared.ok)
+      throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, {
+        errors: prepared.errors,
+      });
+    const [saved] = await store.write([
+      { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data },
+    ]);
     return representation(saved ?? existing, registry, store);
   });
 
@@ -39,8 +46,13 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
     const existing = findOr404(store, resource, request.params.id);
     const patch = requireObjectBody(request.body);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store);
-    if (!prepared.ok) throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, { errors: prepared.errors });
-    const [saved] = await store.write([{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }]);
+    if (!prepared.ok)
+      throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, {
+        errors: prepared.errors,
+      });
+    const [saved] = await store.write([
+      { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data },
+    ]);
     return representation(saved ?? existing, registry, store);
   });
 

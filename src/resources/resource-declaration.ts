@@ -37,7 +37,9 @@ export function inputSchema(decl: ResourceDeclaration): object {
     const ref = { type: 'string', pattern: `^(/${r.collection}/)?[A-Za-z0-9_-]{1,64}$` };
     relationProps[rel] = r.many ? { type: 'array', items: ref, maxItems: 1000 } : ref;
   }
-  const requiredRelations = Object.entries(decl.relations).filter(([, r]) => r.required).map(([k]) => k);
+  const requiredRelations = Object.entries(decl.relations)
+    .filter(([, r]) => r.required)
+    .map(([k]) => k);
   return {
     type: 'object',
     properties: { ...decl.properties, ...relationProps },

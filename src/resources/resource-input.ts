@@ -17,7 +17,9 @@ export function prepareInput(resource: RegisteredResource, input: unknown, store
 
 /** The relations of an input that matches the resource's schema, as ids; a missing target is a field error. */
 export function resolveRelations(
-  resource: RegisteredResource, input: Record<string, unknown>, store: ResourceStore,
+  resource: RegisteredResource,
+  input: Record<string, unknown>,
+  store: ResourceStore,
 ): Prepared {
   const data = { ...input };
   const relationErrors: ProblemDetail[] = [];
@@ -28,7 +30,11 @@ export function resolveRelations(
     ids.forEach((id, i) => {
       if (!store.get(r.collection, id)) {
         const pointer = r.many ? `/${rel}/${i}` : `/${rel}`;
-        relationErrors.push(problem('invalid-field', `${pointer} names /${r.collection}/${id}, which does not exist`, { instance: pointer }));
+        relationErrors.push(
+          problem('invalid-field', `${pointer} names /${r.collection}/${id}, which does not exist`, {
+            instance: pointer,
+          }),
+        );
       }
     });
     data[rel] = r.many ? ids : ids[0];

@@ -17,7 +17,8 @@ export class ResourceRegistry {
     }
     for (const { decl } of this.byCollection.values()) {
       for (const [rel, r] of Object.entries(decl.relations)) {
-        if (!this.byCollection.has(r.collection)) throw new Error(`${decl.collection}.${rel} points to undeclared ${r.collection}`);
+        if (!this.byCollection.has(r.collection))
+          throw new Error(`${decl.collection}.${rel} points to undeclared ${r.collection}`);
       }
     }
   }

@@ -18,11 +18,14 @@ export function representation(stored: StoredResource, registry: ResourceRegistr
   for (const [rel, r] of Object.entries(decl.relations)) {
     const value = stored.data[rel];
     if (value === undefined) continue;
-    const ids = (r.many ? (value as string[]) : [value as string]);
+    const ids = r.many ? (value as string[]) : [value as string];
     const hrefs = ids.map((id) => link(`/${r.collection}/${id}`));
     links[rel] = r.many ? hrefs : hrefs[0];
-    const targets = () => ids.map((id) => store.get(r.collection, id)).filter((t): t is StoredResource => t !== undefined)
-      .map((t) => representation(t, registry, store));
+    const targets = () =>
+      ids
+        .map((id) => store.get(r.collection, id))
+        .filter((t): t is StoredResource => t !== undefined)
+        .map((t) => representation(t, registry, store));
     embeddable[rel] = r.many ? targets : () => targets()[0];
   }
   return halResource(fields, links, embeddable);

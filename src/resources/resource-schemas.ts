@@ -1,6 +1,13 @@
 import { JSON_BODY_TYPES, MERGE_PATCH_MEDIA_TYPE } from '../http/content-negotiation';
 import {
-  emptyResponse, halListSchema, halResponse, halSchema, LINK, LOCATION_HEADER, ref, type Schema,
+  emptyResponse,
+  halListSchema,
+  halResponse,
+  halSchema,
+  LINK,
+  LOCATION_HEADER,
+  ref,
+  type Schema,
 } from '../http/hal-schemas';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../http/idempotency';
 import { MAX_BULK_ELEMENTS } from '../http/bulk';
@@ -14,8 +21,12 @@ import type { ResourceRegistry } from './resource-registry';
  * documented as soon as it is declared.
  */
 
-const pascal = (name: string) => name.split(/[^A-Za-z0-9]+/).filter(Boolean)
-  .map((w) => w[0].toUpperCase() + w.slice(1)).join('');
+const pascal = (name: string) =>
+  name
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0].toUpperCase() + w.slice(1))
+    .join('');
 
 /** The component name of a resource's representation: `order` → `Order`, `line-item` → `LineItem`. */
 export function representationSchemaId(decl: ResourceDeclaration): string {
@@ -51,12 +62,14 @@ function inputExample(decl: ResourceDeclaration): Schema {
 /** JSON merge patch (RFC 7396): any declared field, null to remove it (or to remove a field that is not there). */
 function mergePatchSchema(decl: ResourceDeclaration): Schema {
   const full = inputSchema(decl) as { properties: Record<string, Schema> };
-  const nullable = Object.fromEntries(Object.entries(full.properties)
-    .map(([name, schema]) => [name, { anyOf: [schema, { type: 'null' }] }]));
+  const nullable = Object.fromEntries(
+    Object.entries(full.properties).map(([name, schema]) => [name, { anyOf: [schema, { type: 'null' }] }]),
+  );
   return {
     type: 'object',
-    description: `JSON merge patch of a ${decl.name}: listed fields change, null removes one. The patched ${decl.name} `
-      + 'must be valid as a whole.',
+    description:
+      `JSON merge patch of a ${decl.name}: listed fields change, null removes one. The patched ${decl.name} ` +
+      'must be valid as a whole.',
     properties: nullable,
     additionalProperties: { type: 'null' },
   };
@@ -77,13 +90,16 @@ function bulkCreateSchema(decl: ResourceDeclaration): Schema {
 function bulkUpdateSchema(decl: ResourceDeclaration): Schema {
   const patch = mergePatchSchema(decl);
   const self = {
-    type: 'object', properties: { self: LINK }, required: ['self'],
+    type: 'object',
+    properties: { self: LINK },
+    required: ['self'],
     description: `names the ${decl.name} to change: /${decl.collection}/{id}`,
   };
   return {
     type: 'object',
-    description: `Bulk update: each element names its ${decl.name} in _links.self.href and carries a merge patch; `
-      + 'all are changed or none (unless ?atomic=false).',
+    description:
+      `Bulk update: each element names its ${decl.name} in _links.self.href and carries a merge patch; ` +
+      'all are changed or none (unless ?atomic=false).',
     properties: {
       [decl.name]: {
         type: 'array',
@@ -99,13 +115,16 @@ function bulkUpdateSchema(decl: ResourceDeclaration): Schema {
 
 const ATOMIC: Schema = {
   type: 'string',
-  description: 'true (the default): all or nothing. false: the valid elements are written and the failures '
-    + 'reported (bulk-partially-failed, with processed).',
+  description:
+    'true (the default): all or nothing. false: the valid elements are written and the failures ' +
+    'reported (bulk-partially-failed, with processed).',
   examples: ['false'],
 };
 
-const bulkFailed = problemResponse('validation-failed (one object), or bulk-failed with one errors[] entry per '
-  + 'failed element (instance /<collection>/<index>); 404 when every failure is a missing resource.');
+const bulkFailed = problemResponse(
+  'validation-failed (one object), or bulk-failed with one errors[] entry per ' +
+    'failed element (instance /<collection>/<index>); 404 when every failure is a missing resource.',
+);
 
 /** The route schemas of one declared resource's collection and item routes. */
 export function resourceRouteSchemas(decl: ResourceDeclaration) {
@@ -122,24 +141,34 @@ export function resourceRouteSchemas(decl: ResourceDeclaration) {
   const atomicQuery = { type: 'object', properties: { atomic: ATOMIC } };
   return {
     list: {
-      tags, summary: `List ${decl.collection}`, operationId: `list${pascal(decl.collection)}`,
+      tags,
+      summary: `List ${decl.collection}`,
+      operationId: `list${pascal(decl.collection)}`,
       querystring: pageQuerySchema,
       response: {
-        200: halResponse(`A page of ${decl.collection}, in creation order`, halListSchema(decl.collection, ref(id),
-          `A page of ${decl.collection}.`)),
+        200: halResponse(
+          `A page of ${decl.collection}, in creation order`,
+          halListSchema(decl.collection, ref(id), `A page of ${decl.collection}.`),
+        ),
         400: problemResponse('validation-failed: a paging value is invalid.'),
       },
     },
     create: {
-      tags, summary: `Create one ${decl.name}, or many at once`, operationId: `create${pascal(decl.collection)}`,
+      tags,
+      summary: `Create one ${decl.name}, or many at once`,
+      operationId: `create${pascal(decl.collection)}`,
       description: `One ${decl.name} object creates one. {"${decl.name}": [...]} creates them all, atomically.`,
       querystring: atomicQuery,
       headers: { type: 'object', properties: { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } },
       body: { anyOf: [{ ...inputSchema(decl), ...inputExample(decl) }, bulkCreateSchema(decl)] },
       response: {
-        201: halResponse(`Created: the ${decl.name}, or for a bulk body the ${decl.collection} created`, {
-          anyOf: [ref(id), bulk],
-        }, { headers: { Location: LOCATION_HEADER, 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER } }),
+        201: halResponse(
+          `Created: the ${decl.name}, or for a bulk body the ${decl.collection} created`,
+          {
+            anyOf: [ref(id), bulk],
+          },
+          { headers: { Location: LOCATION_HEADER, 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER } },
+        ),
         400: bulkFailed,
         404: bulkFailed,
         409: problemResponse('idempotency-key-in-flight.'),
@@ -147,33 +176,43 @@ export function resourceRouteSchemas(decl: ResourceDeclaration) {
       },
     },
     updateMany: {
-      tags, summary: `Change many ${decl.collection} at once`, operationId: `update${pascal(decl.collection)}`,
+      tags,
+      summary: `Change many ${decl.collection} at once`,
+      operationId: `update${pascal(decl.collection)}`,
       querystring: atomicQuery,
       consumes: JSON_BODY_TYPES,
       body: bulkUpdateSchema(decl),
       response: { 200: halResponse(`The ${decl.collection} changed`, bulk), 400: bulkFailed, 404: bulkFailed },
     },
     get: {
-      tags, summary: `A ${decl.name}`, operationId: `get${id}`,
+      tags,
+      summary: `A ${decl.name}`,
+      operationId: `get${id}`,
       params,
       response: { 200: halResponse(`The ${decl.name}`, ref(id)), 404: notFound },
     },
     replace: {
-      tags, summary: `Replace a ${decl.name}`, operationId: `replace${id}`,
+      tags,
+      summary: `Replace a ${decl.name}`,
+      operationId: `replace${id}`,
       description: 'Full replacement of an existing resource: PUT never creates, and a partial body is a 400.',
       params,
       body: { ...inputSchema(decl), ...inputExample(decl) },
       response: { 200: halResponse(`The ${decl.name} as replaced`, ref(id)), 404: notFound },
     },
     patch: {
-      tags, summary: `Change a ${decl.name} (JSON merge patch)`, operationId: `patch${id}`,
+      tags,
+      summary: `Change a ${decl.name} (JSON merge patch)`,
+      operationId: `patch${id}`,
       params,
       consumes: [MERGE_PATCH_MEDIA_TYPE, ...JSON_BODY_TYPES],
       body: mergePatchSchema(decl),
       response: { 200: halResponse(`The ${decl.name} as patched`, ref(id)), 404: notFound },
     },
     remove: {
-      tags, summary: `Delete a ${decl.name}`, operationId: `delete${id}`,
+      tags,
+      summary: `Delete a ${decl.name}`,
+      operationId: `delete${id}`,
       params,
       response: { 204: emptyResponse('Deleted; from now on 404'), 404: notFound },
     },

@@ -46,7 +46,9 @@ export class ResourceStore {
 
   /** Creation order: ids are UUIDv7, so sorting by id sorts by time. */
   list(collection: string): StoredResource[] {
-    return [...this.deps.view.values()].filter((r) => r.collection === collection).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.deps.view.values()]
+      .filter((r) => r.collection === collection)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   count(collection: string): number {
@@ -63,18 +65,32 @@ export class ResourceStore {
       const id = w.op === 'create' ? (w.id ?? uuidv7()) : w.id;
       const key = keyOf(w.collection, id);
       const previous = this.deps.view.get(key);
-      const stored = w.op === 'delete' ? undefined : {
-        collection: w.collection, id, data: w.data, createdAt: previous?.createdAt ?? now, updatedAt: now,
-      };
+      const stored =
+        w.op === 'delete'
+          ? undefined
+          : {
+              collection: w.collection,
+              id,
+              data: w.data,
+              createdAt: previous?.createdAt ?? now,
+              updatedAt: now,
+            };
       results.push(stored);
       records.push({ topic: this.deps.resourcesTopic, key, value: stored ? JSON.stringify(stored) : null });
       const event = w.op === 'create' ? 'created' : w.op === 'replace' ? 'updated' : 'deleted';
-      records.push(cloudEventRecord({
-        topic: this.deps.domainEventsTopic, key, type: `${w.name}.${event}`, subject: `/${key}`,
-        data: { event: `${w.name}.${event}`, resource: `/${key}`, id, ...(stored ? { data: stored.data } : {}) },
-      }));
+      records.push(
+        cloudEventRecord({
+          topic: this.deps.domainEventsTopic,
+          key,
+          type: `${w.name}.${event}`,
+          subject: `/${key}`,
+          data: { event: `${w.name}.${event}`, resource: `/${key}`, id, ...(stored ? { data: stored.data } : {}) },
+        }),
+      );
     }
-    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) => this.deps.publisher.publish(records, { timeoutMs }));
+    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) =>
+      this.deps.publisher.publish(records, { timeoutMs }),
+    );
     return results;
   }
 }

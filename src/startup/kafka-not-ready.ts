@@ -5,21 +5,43 @@ import { KafkaUnavailableError } from '../kafka/types';
  * its error classes are plain names on the error objects anyway.
  */
 const NOT_READY_NAMES = new Set([
-  'KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound',
-  'KafkaJSNoBrokerAvailableError', 'KafkaJSMetadataNotLoaded', 'KafkaJSTopicMetadataNotLoaded',
-  'KafkaJSStaleTopicMetadataAssignment', 'KafkaJSGroupCoordinatorNotFound', 'KafkaJSTimeout', 'KafkaJSLockTimeout',
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSNoBrokerAvailableError',
+  'KafkaJSMetadataNotLoaded',
+  'KafkaJSTopicMetadataNotLoaded',
+  'KafkaJSStaleTopicMetadataAssignment',
+  'KafkaJSGroupCoordinatorNotFound',
+  'KafkaJSTimeout',
+  'KafkaJSLockTimeout',
 ]);
 
 /** Protocol errors a broker answers while it, its controller or its coordinators are still starting. */
 const NOT_READY_TYPES = new Set([
-  'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS', 'NOT_COORDINATOR', 'NOT_COORDINATOR_FOR_GROUP',
-  'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER', 'NOT_CONTROLLER', 'REQUEST_TIMED_OUT',
-  'NETWORK_EXCEPTION', 'UNKNOWN_TOPIC_OR_PARTITION', 'BROKER_NOT_AVAILABLE', 'NOT_ENOUGH_REPLICAS',
-  'NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'CONCURRENT_TRANSACTIONS', 'KAFKA_STORAGE_ERROR', 'REBALANCE_IN_PROGRESS',
+  'COORDINATOR_NOT_AVAILABLE',
+  'COORDINATOR_LOAD_IN_PROGRESS',
+  'NOT_COORDINATOR',
+  'NOT_COORDINATOR_FOR_GROUP',
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION',
+  'NOT_LEADER_OR_FOLLOWER',
+  'NOT_CONTROLLER',
+  'REQUEST_TIMED_OUT',
+  'NETWORK_EXCEPTION',
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'BROKER_NOT_AVAILABLE',
+  'NOT_ENOUGH_REPLICAS',
+  'NOT_ENOUGH_REPLICAS_AFTER_APPEND',
+  'CONCURRENT_TRANSACTIONS',
+  'KAFKA_STORAGE_ERROR',
+  'REBALANCE_IN_PROGRESS',
 ]);
 
 function notReadyItself(err: Error): boolean {
-  if (err instanceof KafkaUnavailableError || err.name === 'KafkaUnavailableError' || NOT_READY_NAMES.has(err.name)) return true;
+  if (err instanceof KafkaUnavailableError || err.name === 'KafkaUnavailableError' || NOT_READY_NAMES.has(err.name))
+    return true;
   const protocol = err as Error & { type?: unknown };
   return err.name.startsWith('KafkaJS') && typeof protocol.type === 'string' && NOT_READY_TYPES.has(protocol.type);
 }

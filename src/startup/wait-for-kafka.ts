@@ -69,18 +69,31 @@ export async function waitForKafka<T>(attempt: () => Promise<T>, options: WaitFo
   };
 
   let end: (err: Error) => void = () => undefined;
-  const ended = new Promise<never>((_, reject) => { end = reject; });
+  const ended = new Promise<never>((_, reject) => {
+    end = reject;
+  });
   const onAbort = () => end(new StartupAbortedError());
   if (signal.aborted) onAbort();
   signal.addEventListener('abort', onAbort, { once: true });
-  const deadline = setTimeout(() => end(new KafkaStartupTimeoutError(
-    `gave up waiting for Kafka at ${brokers.join(',')} after ${Math.round(timeoutMs / 1000)} s ` +
-      `(KAFKA_STARTUP_TIMEOUT_MS=${timeoutMs}); last error: ` +
-      `${lastError === undefined ? 'none, the first attempt had not ended' : describe(lastError)}`,
-    lastError,
-  )), timeoutMs);
+  const deadline = setTimeout(
+    () =>
+      end(
+        new KafkaStartupTimeoutError(
+          `gave up waiting for Kafka at ${brokers.join(',')} after ${Math.round(timeoutMs / 1000)} s ` +
+            `(KAFKA_STARTUP_TIMEOUT_MS=${timeoutMs}); last error: ` +
+            `${lastError === undefined ? 'none, the first attempt had not ended' : describe(lastError)}`,
+          lastError,
+        ),
+      ),
+    timeoutMs,
+  );
   ended.catch(() => undefined);
-  const ticker = setInterval(() => { if (Date.now() - lastPrinted >= everyMs) print(); }, Math.min(1000, everyMs));
+  const ticker = setInterval(
+    () => {
+      if (Date.now() - lastPrinted >= everyMs) print();
+    },
+    Math.min(1000, everyMs),
+  );
 
   const notReady = (err: unknown, failures: number): undefined => {
     const first = lastError === undefined;
@@ -99,8 +112,10 @@ export async function waitForKafka<T>(attempt: () => Promise<T>, options: WaitFo
     } catch (err) {
       if (err instanceof KafkaStartupTimeoutError || err instanceof StartupAbortedError) {
         run.then(
-          (value) => Promise.resolve(options.discard?.(value))
-            .catch((e: unknown) => logger.warn({ err: e }, 'could not stop a start-up attempt that ended late')),
+          (value) =>
+            Promise.resolve(options.discard?.(value)).catch((e: unknown) =>
+              logger.warn({ err: e }, 'could not stop a start-up attempt that ended late'),
+            ),
           () => undefined,
         );
         throw err;
@@ -119,7 +134,9 @@ export async function waitForKafka<T>(attempt: () => Promise<T>, options: WaitFo
       }
       const delay = retryDelayMs(failures, options.firstDelayMs ?? 500, options.maxDelayMs ?? 5000);
       let pause: NodeJS.Timeout | undefined;
-      const paused = new Promise((r) => { pause = setTimeout(r, delay); });
+      const paused = new Promise((r) => {
+        pause = setTimeout(r, delay);
+      });
       await Promise.race([paused, ended]).finally(() => clearTimeout(pause));
     }
   } finally {

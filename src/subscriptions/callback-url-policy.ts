@@ -65,7 +65,10 @@ const LOOKUP_TIMEOUT_MS = 3000;
 export type UrlVerdict = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Checks a callback URL as given; the WHATWG parser normalizes decimal, octal and hex IPv4 forms first. */
-export async function checkCallbackUrl(raw: string, options: { allowPrivate: boolean; lookup?: Lookup }): Promise<UrlVerdict> {
+export async function checkCallbackUrl(
+  raw: string,
+  options: { allowPrivate: boolean; lookup?: Lookup },
+): Promise<UrlVerdict> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -82,7 +85,9 @@ export async function checkCallbackUrl(raw: string, options: { allowPrivate: boo
   else {
     // A resolver that stalls must not hold the request: a name that does not resolve in time is refused.
     let timer: NodeJS.Timeout | undefined;
-    const stalled = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), LOOKUP_TIMEOUT_MS); });
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timeout')), LOOKUP_TIMEOUT_MS);
+    });
     try {
       addresses = await Promise.race([(options.lookup ?? systemLookup)(host), stalled]);
     } catch {
@@ -92,13 +97,21 @@ export async function checkCallbackUrl(raw: string, options: { allowPrivate: boo
     }
   }
   const internal = addresses.find(isInternalAddress);
-  if (addresses.length === 0 || internal) return { ok: false, reason: `targets an internal address (${internal ?? 'none'}); set CALLBACK_ALLOW_PRIVATE=true to allow it` };
+  if (addresses.length === 0 || internal)
+    return {
+      ok: false,
+      reason: `targets an internal address (${internal ?? 'none'}); set CALLBACK_ALLOW_PRIVATE=true to allow it`,
+    };
   return { ok: true, url };
 }
 
 /** A `lookup` for outgoing connections that refuses internal addresses at connect time. */
 export function guardedLookup(allowPrivate: boolean) {
-  return (hostname: string, options: object, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void => {
+  return (
+    hostname: string,
+    options: object,
+    callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  ): void => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '');
       const list = addresses as LookupAddress[];

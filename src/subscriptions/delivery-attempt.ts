@@ -18,7 +18,8 @@ export interface DeliveryAttempt {
   nextAttemptAt?: string;
 }
 
-export const attemptKey = (a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt'>) => `${a.subscriptionId}/${a.webhookId}/${a.attempt}`;
+export const attemptKey = (a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt'>) =>
+  `${a.subscriptionId}/${a.webhookId}/${a.attempt}`;
 
 export function decodeDeliveryAttempt(value: string): DeliveryAttempt {
   const a = JSON.parse(value) as DeliveryAttempt;
@@ -41,7 +42,9 @@ export class DeliveryHistory {
 
   constructor(view: StateView<DeliveryAttempt>) {
     for (const a of view.values()) this.add(a);
-    view.onChange((_key, a) => { if (a) this.add(a); });
+    view.onChange((_key, a) => {
+      if (a) this.add(a);
+    });
   }
 
   of(subscriptionId: string): DeliveryAttempt[] {

@@ -8,31 +8,48 @@ const MESSAGES = {
 };
 
 /** The subscription resource; the secret is shown once, in the 201 that creates it. */
-export function subscriptionRepresentation(s: Subscription, attempts: DeliveryAttempt[], withSecret = false): HalResource {
-  const links: Links = { self: link(`/subscriptions/${s.id}`), deliveries: link(`/subscriptions/${s.id}/deliveries`), collection: link('/subscriptions') };
+export function subscriptionRepresentation(
+  s: Subscription,
+  attempts: DeliveryAttempt[],
+  withSecret = false,
+): HalResource {
+  const links: Links = {
+    self: link(`/subscriptions/${s.id}`),
+    deliveries: link(`/subscriptions/${s.id}/deliveries`),
+    collection: link('/subscriptions'),
+  };
   if (s.taskId) links.task = link(`/tasks/${s.taskId}`);
   const count = (o: DeliveryAttempt['outcome']) => attempts.filter((a) => a.outcome === o).length;
   const last = attempts.at(-1);
-  return halResource({
-    UUID: s.id,
-    message: MESSAGES[s.status],
-    status: s.status,
-    ...(s.cancelReason ? { cancelReason: s.cancelReason } : {}),
-    mode: s.mode,
-    callbackUrl: s.callbackUrl,
-    ...(s.taskId ? { taskId: s.taskId } : { events: s.events }),
-    ...(withSecret ? { secret: s.secret } : {}),
-    counts: { attempts: attempts.length, delivered: count('delivered'), failed: count('failed'), deadLettered: count('dead-lettered'), refused: count('refused') + count('gone') },
-    ...(last ? { lastDelivery: last } : {}),
-    createdAt: s.createdAt,
-    updatedAt: s.updatedAt,
-  }, links);
+  return halResource(
+    {
+      UUID: s.id,
+      message: MESSAGES[s.status],
+      status: s.status,
+      ...(s.cancelReason ? { cancelReason: s.cancelReason } : {}),
+      mode: s.mode,
+      callbackUrl: s.callbackUrl,
+      ...(s.taskId ? { taskId: s.taskId } : { events: s.events }),
+      ...(withSecret ? { secret: s.secret } : {}),
+      counts: {
+        attempts: attempts.length,
+        delivered: count('delivered'),
+        failed: count('failed'),
+        deadLettered: count('dead-lettered'),
+        refused: count('refused') + count('gone'),
+      },
+      ...(last ? { lastDelivery: last } : {}),
+      createdAt: s.createdAt,
+      updatedAt: s.updatedAt,
+    },
+    links,
+  );
 }
 
 /** The answer that creates a subscription (201, or a task's 202): the only time its secret is shown. */
 export function newSubscriptionRepresentation(s: Subscription): HalResource {
   const rep = subscriptionRepresentation(s, [], true);
-  rep.message = 'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) '
-    + 'and is shown only now.';
+  rep.message =
+    'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) ' + 'and is shown only now.';
   return rep;
 }

@@ -70,7 +70,8 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
 
   function own(tenant: string, id: string): Subscription {
     const s = store.get(id);
-    if (!s || s.tenant !== tenant) throw new ProblemError('not-found', `There is no subscription ${JSON.stringify(id)}.`);
+    if (!s || s.tenant !== tenant)
+      throw new ProblemError('not-found', `There is no subscription ${JSON.stringify(id)}.`);
     return s;
   }
 
@@ -78,14 +79,23 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     const errors = bodyErrors(request);
     const body = request.body as Record<string, unknown>;
     if ((body.taskId === undefined) === (body.events === undefined)) {
-      errors.push(problem('invalid-field', '/taskId or /events: give exactly one of them', { instance: body.taskId === undefined ? '/events' : '/taskId' }));
+      errors.push(
+        problem('invalid-field', '/taskId or /events: give exactly one of them', {
+          instance: body.taskId === undefined ? '/events' : '/taskId',
+        }),
+      );
     }
-    if (errors.length > 0) throw new ProblemError('validation-failed', 'Give callbackUrl, mode, and either taskId or events; see errors.', { errors });
+    if (errors.length > 0)
+      throw new ProblemError('validation-failed', 'Give callbackUrl, mode, and either taskId or events; see errors.', {
+        errors,
+      });
     const tenant = tenantOf(request);
     const taskId = body.taskId as string | undefined;
     const task = taskId === undefined ? undefined : deps.tasks.get(taskId);
     if (taskId !== undefined && (!task || task.tenant !== tenant)) {
-      throw new ProblemError('validation-failed', 'The task to subscribe to does not exist.', { errors: [problem('invalid-field', `/taskId names no task of yours`, { instance: '/taskId' })] });
+      throw new ProblemError('validation-failed', 'The task to subscribe to does not exist.', {
+        errors: [problem('invalid-field', `/taskId names no task of yours`, { instance: '/taskId' })],
+      });
     }
     await assertCallbackAllowed(body.callbackUrl as string, deps.allowPrivate);
     const created = await idempotently<Subscription>(request, reply, deps.idempotency, {
@@ -99,10 +109,14 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         }
         return s;
       },
-      create: () => store.create({
-        tenant, callbackUrl: body.callbackUrl as string, mode: body.mode as SubscriptionMode, taskId,
-        events: body.events as string[] | undefined,
-      }),
+      create: () =>
+        store.create({
+          tenant,
+          callbackUrl: body.callbackUrl as string,
+          mode: body.mode as SubscriptionMode,
+          taskId,
+          events: body.events as string[] | undefined,
+        }),
     });
     // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.
     const rep = newSubscriptionRepresentation(created);
@@ -115,7 +129,10 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     const page = all.slice(offset, offset + limit);
     return halResource(
       { count: page.length, total: all.length },
-      { ...pageLinks('/subscriptions', offset, limit, all.length), item: page.map((s) => link(`/subscriptions/${s.id}`)) },
+      {
+        ...pageLinks('/subscriptions', offset, limit, all.length),
+        item: page.map((s) => link(`/subscriptions/${s.id}`)),
+      },
       { subscriptions: () => page.map((s) => subscriptionRepresentation(s, history.of(s.id))) },
       ['subscriptions'],
     );
@@ -133,7 +150,11 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     const { offset, limit } = request.query;
     const path = `/subscriptions/${s.id}/deliveries`;
     return halResource(
-      { count: Math.min(limit, Math.max(0, all.length - offset)), total: all.length, attempts: all.slice(offset, offset + limit) },
+      {
+        count: Math.min(limit, Math.max(0, all.length - offset)),
+        total: all.length,
+        attempts: all.slice(offset, offset + limit),
+      },
       { ...pageLinks(path, offset, limit, all.length), subscription: link(`/subscriptions/${s.id}`) },
     );
   });
@@ -148,11 +169,23 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
       const body = request.body as Record<string, unknown>;
       if (body.UUID !== undefined && body.UUID !== s.id) {
         throw new ProblemError('uuid-mismatch', 'The body names another subscription than the path.', {
-          errors: [problem('invalid-field', '/UUID does not match the subscription in the path', { instance: '/UUID', status: 403 })],
+          errors: [
+            problem('invalid-field', '/UUID does not match the subscription in the path', {
+              instance: '/UUID',
+              status: 403,
+            }),
+          ],
         });
       }
     }
     await store.cancel(s, 'requested');
-    return reply.code(202).send(halResource({ UUID: s.id, message: 'Subscription cancelled; no further callbacks start.' }, { self: link(`/subscriptions/${s.id}`) }));
+    return reply
+      .code(202)
+      .send(
+        halResource(
+          { UUID: s.id, message: 'Subscription cancelled; no further callbacks start.' },
+          { self: link(`/subscriptions/${s.id}`) },
+        ),
+      );
   });
 }

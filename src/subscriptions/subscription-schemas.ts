@@ -40,13 +40,15 @@ export const subscriptionSchema = halSchema({
     taskId: { type: 'string', description: 'the task subscribed to…' },
     events: { type: 'array', items: { type: 'string' }, description: '…or the event kinds' },
     secret: {
-      type: 'string', pattern: '^whsec_',
+      type: 'string',
+      pattern: '^whsec_',
       description: 'signs the callbacks (Standard Webhooks); shown only when the subscription is created',
     },
     counts: {
       type: 'object',
-      properties: Object.fromEntries(['attempts', 'delivered', 'failed', 'deadLettered', 'refused']
-        .map((c) => [c, { type: 'integer', minimum: 0 }])),
+      properties: Object.fromEntries(
+        ['attempts', 'delivered', 'failed', 'deadLettered', 'refused'].map((c) => [c, { type: 'integer', minimum: 0 }]),
+      ),
       additionalProperties: false,
     },
     lastDelivery: deliveryAttempt,
@@ -76,7 +78,8 @@ export function newSubscriptionSchema(eventKinds: string[]): Schema {
 }
 
 const ID_PARAMS: Schema = {
-  type: 'object', properties: { id: { type: 'string', description: 'the subscription\'s UUID' } },
+  type: 'object',
+  properties: { id: { type: 'string', description: "the subscription's UUID" } },
 };
 const notFound = problemResponse('not-found: no such subscription of yours.');
 const tags = ['subscriptions'];
@@ -84,53 +87,72 @@ const tags = ['subscriptions'];
 export function subscriptionRouteSchemas(eventKinds: string[]) {
   return {
     create: {
-      tags, summary: 'Subscribe a callbackUrl', operationId: 'createSubscription',
+      tags,
+      summary: 'Subscribe a callbackUrl',
+      operationId: 'createSubscription',
       headers: { type: 'object', properties: { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } },
       body: newSubscriptionSchema(eventKinds),
       response: {
         201: halResponse('Created, with its secret (shown only now)', ref(SUBSCRIPTION_SCHEMA_ID), {
           headers: { Location: LOCATION_HEADER, 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER },
         }),
-        403: problemResponse('subscription-rejected: the callbackUrl is not absolute http(s), carries credentials, '
-          + 'or targets a private, loopback or reserved address (errors[] names /callbackUrl).'),
+        403: problemResponse(
+          'subscription-rejected: the callbackUrl is not absolute http(s), carries credentials, ' +
+            'or targets a private, loopback or reserved address (errors[] names /callbackUrl).',
+        ),
         409: problemResponse('idempotency-key-in-flight.'),
         422: problemResponse('idempotency-key-reused.'),
       },
     },
     list: {
-      tags, summary: 'List your subscriptions', operationId: 'listSubscriptions',
+      tags,
+      summary: 'List your subscriptions',
+      operationId: 'listSubscriptions',
       querystring: pageQuerySchema,
       response: {
-        200: halResponse('A page of subscriptions', halListSchema('subscriptions', ref(SUBSCRIPTION_SCHEMA_ID),
-          'A page of your subscriptions.')),
+        200: halResponse(
+          'A page of subscriptions',
+          halListSchema('subscriptions', ref(SUBSCRIPTION_SCHEMA_ID), 'A page of your subscriptions.'),
+        ),
         400: problemResponse('validation-failed: a paging value is invalid.'),
       },
     },
     get: {
-      tags, summary: 'A subscription, with its delivery counts', operationId: 'getSubscription',
+      tags,
+      summary: 'A subscription, with its delivery counts',
+      operationId: 'getSubscription',
       params: ID_PARAMS,
       response: { 200: halResponse('The subscription', ref(SUBSCRIPTION_SCHEMA_ID)), 404: notFound },
     },
     deliveries: {
-      tags, summary: 'The callback attempts of a subscription', operationId: 'listDeliveries',
+      tags,
+      summary: 'The callback attempts of a subscription',
+      operationId: 'listDeliveries',
       params: ID_PARAMS,
       querystring: pageQuerySchema,
       response: {
-        200: halResponse('A page of attempts, oldest first', halSchema({
-          properties: {
-            count: { type: 'integer', minimum: 0 }, total: { type: 'integer', minimum: 0 },
-            attempts: { type: 'array', items: deliveryAttempt },
-          },
-          links: { self: 'one', next: 'one', prev: 'one', subscription: 'one' },
-        })),
+        200: halResponse(
+          'A page of attempts, oldest first',
+          halSchema({
+            properties: {
+              count: { type: 'integer', minimum: 0 },
+              total: { type: 'integer', minimum: 0 },
+              attempts: { type: 'array', items: deliveryAttempt },
+            },
+            links: { self: 'one', next: 'one', prev: 'one', subscription: 'one' },
+          }),
+        ),
         400: problemResponse('validation-failed: a paging value is invalid.'),
         404: notFound,
       },
     },
     cancel: {
-      tags, summary: 'Cancel a subscription', operationId: 'cancelSubscription',
-      description: 'Spec: cancelling is a PUT on the subscription. Repeatable. The body is optional; a UUID in it must '
-        + 'be the path\'s.',
+      tags,
+      summary: 'Cancel a subscription',
+      operationId: 'cancelSubscription',
+      description:
+        'Spec: cancelling is a PUT on the subscription. Repeatable. The body is optional; a UUID in it must ' +
+        "be the path's.",
       params: ID_PARAMS,
       body: {
         description: 'Optional.',
@@ -141,9 +163,13 @@ export function subscriptionRouteSchemas(eventKinds: string[]) {
         examples: [{ UUID: '2b4c1e9a-5d3f-4a6b-8c7d-9e0f1a2b3c4d' }],
       },
       response: {
-        202: halResponse('Cancelled: no further callbacks start', halSchema({
-          properties: { UUID: { type: 'string' }, message: { type: 'string' } }, links: { self: 'one' },
-        })),
+        202: halResponse(
+          'Cancelled: no further callbacks start',
+          halSchema({
+            properties: { UUID: { type: 'string' }, message: { type: 'string' } },
+            links: { self: 'one' },
+          }),
+        ),
         403: problemResponse('uuid-mismatch: the body names another subscription.'),
         404: notFound,
       },

@@ -40,13 +40,22 @@ export class SubscriptionStore {
   }
 
   list(tenant: string): Subscription[] {
-    return [...this.deps.view.values()].filter((s) => s.tenant === tenant).sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1));
+    return [...this.deps.view.values()]
+      .filter((s) => s.tenant === tenant)
+      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1));
   }
 
   /** The subscription and its record, for writing in another transaction (a task's). */
   draft(n: NewSubscription, id: string = uuidv4()): { subscription: Subscription; record: OutgoingRecord } {
     const now = new Date().toISOString();
-    const subscription: Subscription = { id, ...n, secret: newSecret(), status: 'active', createdAt: now, updatedAt: now };
+    const subscription: Subscription = {
+      id,
+      ...n,
+      secret: newSecret(),
+      status: 'active',
+      createdAt: now,
+      updatedAt: now,
+    };
     return { subscription, record: this.record(subscription) };
   }
 
@@ -71,7 +80,12 @@ export class SubscriptionStore {
    * refusal, a 410 or a once delivery: it needs no settle time, since it is the one that would deliver.
    */
   async end(s: Subscription, reason: CancelReason, timeoutMs = this.deps.timeoutMs): Promise<Subscription> {
-    const ended: Subscription = { ...s, status: 'cancelled', cancelReason: reason, updatedAt: new Date().toISOString() };
+    const ended: Subscription = {
+      ...s,
+      status: 'cancelled',
+      cancelReason: reason,
+      updatedAt: new Date().toISOString(),
+    };
     await this.write([this.record(ended)], Math.max(1, timeoutMs));
     return ended;
   }

@@ -6,7 +6,12 @@ export function newSecret(): string {
 }
 
 /** The Standard Webhooks headers for one message: `v1,` HMAC-SHA256 of `id.timestamp.body`. */
-export function webhookHeaders(secret: string, id: string, timestampSeconds: number, body: string): Record<string, string> {
+export function webhookHeaders(
+  secret: string,
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): Record<string, string> {
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
   const signature = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
   return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${signature}` };

@@ -23,8 +23,17 @@ export async function acceptTask(
 ): Promise<TaskSnapshot> {
   const now = new Date().toISOString();
   const draft: TaskSnapshot = {
-    taskId: task.taskId, tenant: task.tenant, type: task.type, status: 'accepted', topic: deps.topics.taskEvents, partition: -1, offset: -1,
-    attempt: 0, createdAt: now, updatedAt: now, ...(task.subscription ? { subscription: task.subscription } : {}),
+    taskId: task.taskId,
+    tenant: task.tenant,
+    type: task.type,
+    status: 'accepted',
+    topic: deps.topics.taskEvents,
+    partition: -1,
+    offset: -1,
+    attempt: 0,
+    createdAt: now,
+    updatedAt: now,
+    ...(task.subscription ? { subscription: task.subscription } : {}),
   };
   let snapshot = draft;
   const [event] = taskEventRecords(deps.topics, 'task.accepted', draft, { input: task.input });
@@ -32,6 +41,8 @@ export async function acceptTask(
     snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
     return [{ topic: deps.topics.tasks, key: task.taskId, value: JSON.stringify(snapshot) }, ...alongside];
   };
-  await writeThenRead(deps.view, deps.timeoutMs, (timeoutMs) => deps.publisher.publishStaged([event], withSnapshot, { timeoutMs }));
+  await writeThenRead(deps.view, deps.timeoutMs, (timeoutMs) =>
+    deps.publisher.publishStaged([event], withSnapshot, { timeoutMs }),
+  );
   return snapshot;
 }

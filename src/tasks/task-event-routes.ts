@@ -29,11 +29,13 @@ export interface TaskEventRouteDeps {
 function eventsRouteSchema(): Schema {
   const cursor = 'the id of an event (<partition>:<offset>): only later events come';
   return {
-    tags: ['tasks'], operationId: 'getTaskEvents',
-    summary: 'The task\'s events: a HAL page, or a Server-Sent Events stream',
-    description: 'With Accept: text/event-stream, the events as Server-Sent Events (id: <partition>:<offset>, event: '
-      + 'its kind, data: the record\'s JSON value); the stream ends after the final event. Resume with Last-Event-ID '
-      + 'or ?after=. Any api instance serves any stream. Otherwise a HAL page of the events so far.',
+    tags: ['tasks'],
+    operationId: 'getTaskEvents',
+    summary: "The task's events: a HAL page, or a Server-Sent Events stream",
+    description:
+      'With Accept: text/event-stream, the events as Server-Sent Events (id: <partition>:<offset>, event: ' +
+      "its kind, data: the record's JSON value); the stream ends after the final event. Resume with Last-Event-ID " +
+      'or ?after=. Any api instance serves any stream. Otherwise a HAL page of the events so far.',
     params: TASK_ID_PARAMS,
     querystring: {
       type: 'object',
@@ -100,38 +102,49 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
     for (const s of streams) s.end();
   });
 
-  app.get<EventsRequest>('/tasks/:taskId/events', {
-    config: { produces: [EVENT_STREAM_MEDIA_TYPE] },
-    schema: eventsRouteSchema(),
-  }, async (request, reply) => {
-    const task = deps.ownTask(tenantOf(request), request.params.taskId);
-    const from = resumeOffset(request, task);
-    const self = `/tasks/${task.taskId}/events`;
-    if (wantsEventStream(request)) {
-      const stream = new TaskEventStream(deps, task, reply.raw);
-      const opened = await stream.open(from, isFinal(task.status));
-      // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
-      if ('nothing' in opened) return reply.code(204).send();
-      reply.hijack();
-      streams.add(stream);
-      void opened.served.then(() => streams.delete(stream));
-      return reply;
-    }
-    const { limit } = request.query;
-    const { events, more } = await readTaskEventPage(deps, task, from, limit);
-    const after = request.query.after ? `after=${request.query.after}&` : '';
-    const links: Record<string, { href: string }> = {
-      self: link(`${self}?${after}limit=${limit}`), task: link(`/tasks/${task.taskId}`),
-    };
-    const last = events.at(-1);
-    if (more && last) links.next = link(`${self}?after=${last.id}&limit=${limit}`);
-    return halResource({
-      count: events.length,
-      // Nothing follows: the page holds the final event, or the task had ended and the partition was read to its end.
-      complete: (last?.final ?? false) || (!more && isFinal(task.status)),
-      events: events.map((e) => ({
-        id: e.id, partition: e.partition, offset: Number(e.offset), ...(JSON.parse(e.value) as object),
-      })),
-    }, links);
-  });
+  app.get<EventsRequest>(
+    '/tasks/:taskId/events',
+    {
+      config: { produces: [EVENT_STREAM_MEDIA_TYPE] },
+      schema: eventsRouteSchema(),
+    },
+    async (request, reply) => {
+      const task = deps.ownTask(tenantOf(request), request.params.taskId);
+      const from = resumeOffset(request, task);
+      const self = `/tasks/${task.taskId}/events`;
+      if (wantsEventStream(request)) {
+        const stream = new TaskEventStream(deps, task, reply.raw);
+        const opened = await stream.open(from, isFinal(task.status));
+        // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
+        if ('nothing' in opened) return reply.code(204).send();
+        reply.hijack();
+        streams.add(stream);
+        void opened.served.then(() => streams.delete(stream));
+        return reply;
+      }
+      const { limit } = request.query;
+      const { events, more } = await readTaskEventPage(deps, task, from, limit);
+      const after = request.query.after ? `after=${request.query.after}&` : '';
+      const links: Record<string, { href: string }> = {
+        self: link(`${self}?${after}limit=${limit}`),
+        task: link(`/tasks/${task.taskId}`),
+      };
+      const last = events.at(-1);
+      if (more && last) links.next = link(`${self}?after=${last.id}&limit=${limit}`);
+      return halResource(
+        {
+          count: events.length,
+          // Nothing follows: the page holds the final event, or the task had ended and the partition was read to its end.
+          complete: (last?.final ?? false) || (!more && isFinal(task.status)),
+          events: events.map((e) => ({
+            id: e.id,
+            partition: e.partition,
+            offset: Number(e.offset),
+            ...(JSON.parse(e.value) as object),
+          })),
+        },
+        links,
+      );
+    },
+  );
 }

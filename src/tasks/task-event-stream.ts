@@ -40,8 +40,12 @@ function asTaskEvent(record: IncomingRecord, taskId: string): ReadTaskEvent | un
     }
   }
   return {
-    id: coordinate(record.partition, record.offset), partition: record.partition, offset: record.offset, kind,
-    value: record.value, final: FINAL_EVENTS.has(kind),
+    id: coordinate(record.partition, record.offset),
+    partition: record.partition,
+    offset: record.offset,
+    kind,
+    value: record.value,
+    final: FINAL_EVENTS.has(kind),
   };
 }
 
@@ -56,7 +60,10 @@ export interface EventReadDeps {
  * at most `limit`, stopping after the final event.
  */
 export async function readTaskEventPage(
-  deps: EventReadDeps, task: TaskSnapshot, fromOffset: bigint, limit: number,
+  deps: EventReadDeps,
+  task: TaskSnapshot,
+  fromOffset: bigint,
+  limit: number,
 ): Promise<{ events: ReadTaskEvent[]; more: boolean }> {
   const started = Date.now();
   const remaining = () => Math.max(1, deps.timeoutMs - (Date.now() - started));
@@ -64,16 +71,23 @@ export async function readTaskEventPage(
   if (fromOffset >= end) return { events: [], more: false };
   const events: ReadTaskEvent[] = [];
   let enough: () => void = () => undefined;
-  const full = new Promise<void>((resolve) => { enough = resolve; });
-  const reading = await deps.reader.open({
-    topic: task.topic, partition: task.partition, fromOffset: fromOffset.toString(),
-    onRecord(record) {
-      const e = events.length < limit && !events.at(-1)?.final ? asTaskEvent(record, task.taskId) : undefined;
-      if (!e) return;
-      events.push(e);
-      if (events.length >= limit || e.final) enough();
+  const full = new Promise<void>((resolve) => {
+    enough = resolve;
+  });
+  const reading = await deps.reader.open(
+    {
+      topic: task.topic,
+      partition: task.partition,
+      fromOffset: fromOffset.toString(),
+      onRecord(record) {
+        const e = events.length < limit && !events.at(-1)?.final ? asTaskEvent(record, task.taskId) : undefined;
+        if (!e) return;
+        events.push(e);
+        if (events.length >= limit || e.final) enough();
+      },
     },
-  }, remaining());
+    remaining(),
+  );
   try {
     await Promise.race([reading.reached(end.toString(), remaining()), full]);
   } finally {
@@ -112,8 +126,12 @@ export class TaskEventStream {
     private readonly task: TaskSnapshot,
     private readonly res: ServerResponse,
   ) {
-    this.done = new Promise((resolve) => { this.finish = resolve; });
-    this.headWritten = new Promise((resolve) => { this.headDone = resolve; });
+    this.done = new Promise((resolve) => {
+      this.finish = resolve;
+    });
+    this.headWritten = new Promise((resolve) => {
+      this.headDone = resolve;
+    });
     res.on('close', () => this.end());
   }
 
@@ -131,29 +149,46 @@ export class TaskEventStream {
     const end = finalBefore ? BigInt(await this.deps.reader.endOffset(topic, partition, remaining())) : undefined;
     if (end !== undefined && fromOffset >= end) return { nothing: true };
     let firstEvent: () => void = () => undefined;
-    const found = new Promise<void>((resolve) => { firstEvent = resolve; });
-    this.reading = await this.deps.reader.open({
-      topic: this.task.topic, partition: this.task.partition, fromOffset: fromOffset.toString(),
-      onRecord: (record) => this.onRecord(record, firstEvent),
-      onError: (err) => {
-        this.deps.logger.warn({ err, taskId: this.task.taskId }, 'task event stream lost its reader');
-        this.end();
+    const found = new Promise<void>((resolve) => {
+      firstEvent = resolve;
+    });
+    this.reading = await this.deps.reader.open(
+      {
+        topic: this.task.topic,
+        partition: this.task.partition,
+        fromOffset: fromOffset.toString(),
+        onRecord: (record) => this.onRecord(record, firstEvent),
+        onError: (err) => {
+          this.deps.logger.warn({ err, taskId: this.task.taskId }, 'task event stream lost its reader');
+          this.end();
+        },
       },
-    }, remaining());
+      remaining(),
+    );
     if (end !== undefined) {
       // Nothing of the task comes after its final event: reaching the end known at the request is the end.
       const reachedEnd = this.reading.reached(end.toString(), remaining()).then(() => true);
-      if (await Promise.race([found.then(() => false), reachedEnd.catch(async (err: unknown) => {
-        await this.reading?.stop();
-        throw err;
-      })])) {
+      if (
+        await Promise.race([
+          found.then(() => false),
+          reachedEnd.catch(async (err: unknown) => {
+            await this.reading?.stop();
+            throw err;
+          }),
+        ])
+      ) {
         await this.reading.stop();
         return { nothing: true };
       }
-      void reachedEnd.then(() => this.end(), () => this.end());
+      void reachedEnd.then(
+        () => this.end(),
+        () => this.end(),
+      );
     }
     this.res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no',
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
       connection: 'keep-alive',
     });
     if (this.res.destroyed) this.end();
@@ -180,7 +215,10 @@ export class TaskEventStream {
     if (!e || this.ended) return;
     found();
     await this.headWritten;
-    const data = e.value.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join('\n');
+    const data = e.value
+      .split(/\r\n|\r|\n/)
+      .map((line) => `data: ${line}`)
+      .join('\n');
     await this.write(`id: ${e.id}\nevent: ${e.kind}\n${data}\n\n`);
     if (e.final) this.end();
   }

@@ -2,7 +2,15 @@ import { cloudEventRecord } from '../events/cloud-event';
 import type { OutgoingRecord } from '../kafka/types';
 import type { TaskSnapshot } from './task-snapshot';
 
-export const TASK_EVENT_KINDS = ['task.accepted', 'task.started', 'task.progress', 'task.output', 'task.succeeded', 'task.failed', 'task.cancelled'] as const;
+export const TASK_EVENT_KINDS = [
+  'task.accepted',
+  'task.started',
+  'task.progress',
+  'task.output',
+  'task.succeeded',
+  'task.failed',
+  'task.cancelled',
+] as const;
 export type TaskEventKind = (typeof TASK_EVENT_KINDS)[number];
 
 /** The JSON value of a task event on the events topic. */
@@ -24,12 +32,29 @@ export interface TaskTopics {
  * An event and the snapshot it leads to, published together in one
  * transaction so the snapshot never disagrees with the event log.
  */
-export function taskEventRecords(topics: TaskTopics, kind: TaskEventKind, snapshot: TaskSnapshot, data: unknown): OutgoingRecord[] {
+export function taskEventRecords(
+  topics: TaskTopics,
+  kind: TaskEventKind,
+  snapshot: TaskSnapshot,
+  data: unknown,
+): OutgoingRecord[] {
   const time = snapshot.updatedAt;
-  const value: TaskEvent = { event: kind, taskId: snapshot.taskId, type: snapshot.type, attempt: snapshot.attempt, time, data };
+  const value: TaskEvent = {
+    event: kind,
+    taskId: snapshot.taskId,
+    type: snapshot.type,
+    attempt: snapshot.attempt,
+    time,
+    data,
+  };
   return [
     cloudEventRecord({
-      topic: topics.taskEvents, key: snapshot.taskId, type: kind, subject: snapshot.taskId, data: value, time,
+      topic: topics.taskEvents,
+      key: snapshot.taskId,
+      type: kind,
+      subject: snapshot.taskId,
+      data: value,
+      time,
       // The bridge matches a task's events to its tenant's subscriptions without keeping a view of every task.
       extensions: { tenant: snapshot.tenant },
     }),

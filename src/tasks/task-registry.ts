@@ -30,9 +30,12 @@ export class TaskRegistry {
     const entry = typeof typeName === 'string' ? this.types.get(typeName) : undefined;
     if (!entry) {
       // The declared types, with their input schemas, are at /task-types.
-      return [problem('invalid-field', `/type must be one of: ${this.names().join(', ')} (see /task-types)`, {
-        instance: '/type', _links: { 'task-types': { href: '/task-types' } },
-      })];
+      return [
+        problem('invalid-field', `/type must be one of: ${this.names().join(', ')} (see /task-types)`, {
+          instance: '/type',
+          _links: { 'task-types': { href: '/task-types' } },
+        }),
+      ];
     }
     return validationErrors(entry.validate, input, '/input');
   }

@@ -9,8 +9,8 @@ const MESSAGES: Record<TaskSnapshot['status'], string> = {
   cancelled: 'The task was cancelled.',
 };
 
-const SECRET_NOTE = ' Keep _embedded.subscription.secret: it signs the callbacks (Standard Webhooks) '
-  + 'and is shown only now.';
+const SECRET_NOTE =
+  ' Keep _embedded.subscription.secret: it signs the callbacks (Standard Webhooks) ' + 'and is shown only now.';
 
 /**
  * The task-tracking resource: where the task's events are, and its state; its subscription embeds on
@@ -28,26 +28,32 @@ export function taskRepresentation(
   const links: Links = { self: link(`/tasks/${t.taskId}`), collection: link('/tasks') };
   if (t.subscription) links.subscription = link(`/subscriptions/${t.subscription}`);
   const pendingCancel = cancelRequested && !isFinal(t.status);
-  return halResource({
-    UUID: t.taskId,
-    taskId: t.taskId,
-    type: t.type,
-    status: t.status,
-    message: `${pendingCancel ? 'Cancellation requested. ' : ''}${MESSAGES[t.status]} `
-      + `Events: topic ${t.topic}, key ${t.taskId}, from partition ${t.partition} offset ${t.offset}.`
-      + (created ? SECRET_NOTE : ''),
-    topic: t.topic,
-    key: t.taskId,
-    partition: t.partition,
-    offset: t.offset,
-    attempt: t.attempt,
-    ...(pendingCancel ? { cancelRequested: true } : {}),
-    ...(t.progress ? { progress: t.progress } : {}),
-    ...(t.result !== undefined ? { result: t.result } : {}),
-    ...(t.problem ? { problem: t.problem } : {}),
-    createdAt: t.createdAt,
-    ...(t.startedAt ? { startedAt: t.startedAt } : {}),
-    ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
-    updatedAt: t.updatedAt,
-  }, links, embeddable, created ? ['subscription'] : []);
+  return halResource(
+    {
+      UUID: t.taskId,
+      taskId: t.taskId,
+      type: t.type,
+      status: t.status,
+      message:
+        `${pendingCancel ? 'Cancellation requested. ' : ''}${MESSAGES[t.status]} ` +
+        `Events: topic ${t.topic}, key ${t.taskId}, from partition ${t.partition} offset ${t.offset}.` +
+        (created ? SECRET_NOTE : ''),
+      topic: t.topic,
+      key: t.taskId,
+      partition: t.partition,
+      offset: t.offset,
+      attempt: t.attempt,
+      ...(pendingCancel ? { cancelRequested: true } : {}),
+      ...(t.progress ? { progress: t.progress } : {}),
+      ...(t.result !== undefined ? { result: t.result } : {}),
+      ...(t.problem ? { problem: t.problem } : {}),
+      createdAt: t.createdAt,
+      ...(t.startedAt ? { startedAt: t.startedAt } : {}),
+      ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
+      updatedAt: t.updatedAt,
+    },
+    links,
+    embeddable,
+    created ? ['subscription'] : [],
+  );
 }

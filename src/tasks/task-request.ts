@@ -22,7 +22,9 @@ export interface TaskRequest {
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const DEFAULT_KAFKA_TENANT = 'kafka';
 
-export type ParsedRequest = { ok: true; request: Required<Pick<TaskRequest, 'type' | 'input' | 'tenant' | 'accepted'>> } | { ok: false; errors: ProblemDetail[]; type: string; tenant: string };
+export type ParsedRequest =
+  | { ok: true; request: Required<Pick<TaskRequest, 'type' | 'input' | 'tenant' | 'accepted'>> }
+  | { ok: false; errors: ProblemDetail[]; type: string; tenant: string };
 
 /** Validates a request as the runner receives it; the same rules POST /tasks applies. */
 export function parseTaskRequest(value: string | null, registry: TaskRegistry): ParsedRequest {
@@ -30,13 +32,24 @@ export function parseTaskRequest(value: string | null, registry: TaskRegistry): 
   try {
     parsed = value === null ? undefined : JSON.parse(value);
   } catch {
-    return { ok: false, type: 'unknown', tenant: DEFAULT_KAFKA_TENANT, errors: [problem('invalid-field', 'the value is not JSON', { instance: '/' })] };
+    return {
+      ok: false,
+      type: 'unknown',
+      tenant: DEFAULT_KAFKA_TENANT,
+      errors: [problem('invalid-field', 'the value is not JSON', { instance: '/' })],
+    };
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    return { ok: false, type: 'unknown', tenant: DEFAULT_KAFKA_TENANT, errors: [problem('invalid-field', 'the value must be a JSON object', { instance: '/' })] };
+    return {
+      ok: false,
+      type: 'unknown',
+      tenant: DEFAULT_KAFKA_TENANT,
+      errors: [problem('invalid-field', 'the value must be a JSON object', { instance: '/' })],
+    };
   }
   const r = parsed as Record<string, unknown>;
-  const tenant = typeof r.tenant === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(r.tenant) ? r.tenant : DEFAULT_KAFKA_TENANT;
+  const tenant =
+    typeof r.tenant === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(r.tenant) ? r.tenant : DEFAULT_KAFKA_TENANT;
   const typeName = typeof r.type === 'string' ? r.type : 'unknown';
   const errors = registry.inputErrors(r.type, r.input);
   if (errors.length > 0) return { ok: false, type: typeName, tenant, errors };

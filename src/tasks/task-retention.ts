@@ -22,7 +22,10 @@ export class TaskRetention {
   private stopped = false;
   readonly intervalMs: number;
 
-  constructor(private readonly store: TaskStore, private readonly logger: Logger) {
+  constructor(
+    private readonly store: TaskStore,
+    private readonly logger: Logger,
+  ) {
     this.intervalMs = sweepIntervalMs(store.retentionMs);
   }
 

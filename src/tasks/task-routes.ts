@@ -65,7 +65,11 @@ export function pollIntervalSeconds(t: TaskSnapshot, now = Date.now()): number {
  * not an idle client. A client that leaves ends the wait.
  */
 async function waitAsPreferred(
-  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, store: TaskStore, task: TaskSnapshot,
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  store: TaskStore,
+  task: TaskSnapshot,
 ): Promise<TaskSnapshot | undefined> {
   const wait = preferredWait(request);
   reply.header('vary', 'Prefer');
@@ -95,7 +99,8 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   /** A tenant never sees another tenant's tasks: they are simply not found. */
   function ownTask(tenant: string, taskId: string): TaskSnapshot {
     const task = store.get(taskId);
-    if (!task || task.tenant !== tenant) throw new ProblemError('not-found', `There is no task ${JSON.stringify(taskId)}.`);
+    if (!task || task.tenant !== tenant)
+      throw new ProblemError('not-found', `There is no task ${JSON.stringify(taskId)}.`);
     return task;
   }
 
@@ -110,7 +115,8 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     const errors: ProblemDetail[] = bodyErrors(request);
     const body = request.body as Record<string, unknown>;
     if (errors.length === 0) errors.push(...registry.inputErrors(body.type, body.input));
-    if (errors.length > 0) throw new ProblemError('validation-failed', 'The task submission is invalid; see errors.', { errors });
+    if (errors.length > 0)
+      throw new ProblemError('validation-failed', 'The task submission is invalid; see errors.', { errors });
     const tenant = tenantOf(request);
     // Chosen now, so an Idempotency-Key's answer can name the task in the transaction that creates it.
     const taskId = uuidv4();
@@ -139,8 +145,12 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
           subscription = await deps.subscriber.prepare(tenant, body.callbackUrl, mode);
         }
         const task = await store.submit({
-          taskId, tenant, type: body.type as string, input: body.input,
-          subscription: subscription?.id, alongside: subscription?.records,
+          taskId,
+          tenant,
+          type: body.type as string,
+          input: body.input,
+          subscription: subscription?.id,
+          alongside: subscription?.records,
         });
         // A subscription made here shows its secret in this 202, the one time it is shown.
         return { task, created: subscription?.created() };
@@ -178,8 +188,12 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   app.patch<TaskParams>('/tasks/:taskId', cancelOptions, async (request, reply) => {
     const task = ownTask(tenantOf(request), request.params.taskId);
     const errors = bodyErrors(request);
-    if (errors.length > 0) throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', { errors });
-    if (isFinal(task.status)) throw new ProblemError('task-already-finished', `The task has already ${task.status}; it cannot be cancelled.`);
+    if (errors.length > 0)
+      throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', {
+        errors,
+      });
+    if (isFinal(task.status))
+      throw new ProblemError('task-already-finished', `The task has already ${task.status}; it cannot be cancelled.`);
     await store.requestCancel(task.taskId);
     const current = store.get(task.taskId) ?? task;
     return tracking(reply, current).code(202).send(taskRepresentation(current, true));
@@ -189,8 +203,10 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   app.delete<TaskParams>('/tasks/:taskId', { schema: schemas.forget }, async (request, reply) => {
     const task = ownTask(tenantOf(request), request.params.taskId);
     if (!isFinal(task.status)) {
-      throw new ProblemError('task-not-finished',
-        `The task is ${task.status}; only a finished task can be forgotten. Cancel it with PATCH first.`);
+      throw new ProblemError(
+        'task-not-finished',
+        `The task is ${task.status}; only a finished task can be forgotten. Cancel it with PATCH first.`,
+      );
     }
     await store.forget([task.taskId]);
     return reply.code(204).send();

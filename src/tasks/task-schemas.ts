@@ -1,6 +1,12 @@
 import { JSON_BODY_TYPES, MERGE_PATCH_MEDIA_TYPE } from '../http/content-negotiation';
 import {
-  emptyResponse, halListSchema, halResponse, halSchema, LOCATION_HEADER, ref, type Schema,
+  emptyResponse,
+  halListSchema,
+  halResponse,
+  halSchema,
+  LOCATION_HEADER,
+  ref,
+  type Schema,
 } from '../http/hal-schemas';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../http/idempotency';
 import { pageQuerySchema } from '../http/paging';
@@ -16,13 +22,15 @@ export const TASK_TYPE_SCHEMA_ID = 'TaskType';
 export const SUBSCRIPTION_SCHEMA_ID = 'Subscription';
 
 const dateTime = (description?: string): Schema => ({
-  type: 'string', format: 'date-time', ...(description ? { description } : {}),
+  type: 'string',
+  format: 'date-time',
+  ...(description ? { description } : {}),
 });
 
 /** The task-tracking resource (taskRepresentation). */
 export const taskSchema = halSchema({
   $id: TASK_SCHEMA_ID,
-  description: 'The task-tracking resource: where the task\'s events are on Kafka, and its state.',
+  description: "The task-tracking resource: where the task's events are on Kafka, and its state.",
   properties: {
     UUID: { type: 'string', description: 'the task id' },
     taskId: { type: 'string', description: 'the key of its events' },
@@ -44,10 +52,14 @@ export const taskSchema = halSchema({
     result: { description: 'what the handler returned (succeeded)' },
     problem: {
       type: 'object',
-      description: 'why it failed (failed): Problem Details of type task-failed, task-timed-out or '
-        + 'task-request-invalid, or of a type the task type chose',
+      description:
+        'why it failed (failed): Problem Details of type task-failed, task-timed-out or ' +
+        'task-request-invalid, or of a type the task type chose',
       properties: {
-        type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' },
+        type: { type: 'string' },
+        title: { type: 'string' },
+        status: { type: 'integer' },
+        detail: { type: 'string' },
       },
       required: ['type', 'title'],
     },
@@ -68,8 +80,9 @@ export const TASK_EXAMPLE = {
   taskId: '5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10',
   type: 'countdown',
   status: 'accepted',
-  message: 'The task is accepted and waits for a runner. Events: topic hookstream.task-events, '
-    + 'key 5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10, from partition 2 offset 41.',
+  message:
+    'The task is accepted and waits for a runner. Events: topic hookstream.task-events, ' +
+    'key 5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10, from partition 2 offset 41.',
   topic: 'hookstream.task-events',
   key: '5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10',
   partition: 2,
@@ -83,11 +96,12 @@ export const TASK_EXAMPLE = {
 export function submissionSchema(typeNames: string[]): Schema {
   return {
     type: 'object',
-    description: `A task to run. \`type\` is one of: ${typeNames.join(', ')}; \`input\` must match that type's `
-      + 'inputSchema (GET /task-types/{name}). A callbackUrl subscribes to the task\'s events.',
+    description:
+      `A task to run. \`type\` is one of: ${typeNames.join(', ')}; \`input\` must match that type's ` +
+      "inputSchema (GET /task-types/{name}). A callbackUrl subscribes to the task's events.",
     properties: {
       type: { type: 'string', minLength: 1, maxLength: 100 },
-      input: { description: 'the task type\'s input' },
+      input: { description: "the task type's input" },
       callbackUrl: { type: 'string', minLength: 1, maxLength: 2048, description: 'absolute http(s), public address' },
       mode: { enum: ['once', 'continuous'], description: 'of the callback subscription; default once' },
     },
@@ -124,7 +138,7 @@ const taskEvent: Schema = {
 };
 
 export const taskEventPageSchema = halSchema({
-  description: 'The task\'s events so far, from the cursor on; follow next for more.',
+  description: "The task's events so far, from the cursor on; follow next for more.",
   properties: {
     count: { type: 'integer', minimum: 0 },
     complete: { type: 'boolean', description: 'true once the final event has been listed' },
@@ -161,34 +175,46 @@ const TASK_ANSWER_HEADERS: Record<string, Schema> = {
   'Retry-After': RETRY_AFTER,
   'Preference-Applied': PREFERENCE_APPLIED_HEADER,
 };
-export const taskNotFound = problemResponse('not-found: no such task of yours (another tenant\'s tasks are not '
-  + 'found either).');
+export const taskNotFound = problemResponse(
+  "not-found: no such task of yours (another tenant's tasks are not " + 'found either).',
+);
 
 /** The route schemas of the tasks routes: what each takes and answers, for validation and the OpenAPI document. */
 export function taskRouteSchemas(typeNames: string[]) {
   const tags = ['tasks'];
   return {
     submit: {
-      tags, summary: 'Submit a task', operationId: 'submitTask',
-      description: 'Answers 202 with the tracking resource once the task is durably in Kafka. With Prefer: wait=N '
-        + 'the answer is held until the task is final (or N s passed), still 202, then with its result.',
+      tags,
+      summary: 'Submit a task',
+      operationId: 'submitTask',
+      description:
+        'Answers 202 with the tracking resource once the task is durably in Kafka. With Prefer: wait=N ' +
+        'the answer is held until the task is final (or N s passed), still 202, then with its result.',
       headers: { type: 'object', properties: { 'idempotency-key': IDEMPOTENCY_KEY_HEADER, prefer: PREFER_HEADER } },
       body: submissionSchema(typeNames),
       response: {
-        202: halResponse('Accepted: the tracking resource (with _embedded.subscription and its secret, once, when '
-          + 'a callbackUrl was given)', ref(TASK_SCHEMA_ID), {
-          headers: {
-            Location: LOCATION_HEADER, ...TASK_ANSWER_HEADERS, 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER,
+        202: halResponse(
+          'Accepted: the tracking resource (with _embedded.subscription and its secret, once, when ' +
+            'a callbackUrl was given)',
+          ref(TASK_SCHEMA_ID),
+          {
+            headers: {
+              Location: LOCATION_HEADER,
+              ...TASK_ANSWER_HEADERS,
+              'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER,
+            },
+            example: TASK_EXAMPLE,
           },
-          example: TASK_EXAMPLE,
-        }),
+        ),
         403: problemResponse('subscription-rejected: the callbackUrl is not allowed (errors[] names /callbackUrl).'),
         409: problemResponse('idempotency-key-in-flight: the first request with this key has not answered yet.'),
         422: problemResponse('idempotency-key-reused: this key was used for another request.'),
       },
     },
     list: {
-      tags, summary: 'List your tasks', operationId: 'listTasks',
+      tags,
+      summary: 'List your tasks',
+      operationId: 'listTasks',
       querystring: {
         ...pageQuerySchema,
         properties: {
@@ -203,7 +229,9 @@ export function taskRouteSchemas(typeNames: string[]) {
       },
     },
     get: {
-      tags, summary: 'The tracking resource', operationId: 'getTask',
+      tags,
+      summary: 'The tracking resource',
+      operationId: 'getTask',
       description: 'With Prefer: wait=N, answers as soon as the task is final, or after N s with its current state.',
       params: TASK_ID_PARAMS,
       headers: { type: 'object', properties: { prefer: PREFER_HEADER } },
@@ -213,7 +241,9 @@ export function taskRouteSchemas(typeNames: string[]) {
       },
     },
     cancel: {
-      tags, summary: 'Cancel a task', operationId: 'cancelTask',
+      tags,
+      summary: 'Cancel a task',
+      operationId: 'cancelTask',
       description: 'A status update, so a PATCH. 202: the runner aborts the task and publishes task.cancelled.',
       params: TASK_ID_PARAMS,
       consumes: [...JSON_BODY_TYPES, MERGE_PATCH_MEDIA_TYPE],
@@ -225,7 +255,9 @@ export function taskRouteSchemas(typeNames: string[]) {
       },
     },
     forget: {
-      tags, summary: 'Forget a finished task', operationId: 'deleteTask',
+      tags,
+      summary: 'Forget a finished task',
+      operationId: 'deleteTask',
       params: TASK_ID_PARAMS,
       response: {
         204: emptyResponse('Forgotten: from now on 404'),
@@ -239,12 +271,16 @@ export function taskRouteSchemas(typeNames: string[]) {
 /** GET /task-types and GET /task-types/{name}: public, like the root. */
 export const taskTypeRouteSchemas = {
   list: {
-    tags: ['task types'], summary: 'The task types', operationId: 'listTaskTypes',
+    tags: ['task types'],
+    summary: 'The task types',
+    operationId: 'listTaskTypes',
     response: { 200: halResponse('Every declared task type, with its input schema', taskTypeListSchema) },
   },
   get: {
-    tags: ['task types'], summary: 'One task type', operationId: 'getTaskType',
-    params: { type: 'object', properties: { name: { type: 'string', description: 'the task type\'s name' } } },
+    tags: ['task types'],
+    summary: 'One task type',
+    operationId: 'getTaskType',
+    params: { type: 'object', properties: { name: { type: 'string', description: "the task type's name" } } },
     response: {
       200: halResponse('The task type', ref(TASK_TYPE_SCHEMA_ID)),
       404: problemResponse('not-found: no such task type.'),

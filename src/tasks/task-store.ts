@@ -8,7 +8,14 @@ import type { TaskTopics } from './task-events';
 import type { TaskRequest } from './task-request';
 import { FinalWaiters } from './final-waiters';
 import {
-  cancelKey, isFinal, isSnapshot, TASKS_VIEW, type CancelRequest, type TaskRecord, type TaskSnapshot, type TaskStatus,
+  cancelKey,
+  isFinal,
+  isSnapshot,
+  TASKS_VIEW,
+  type CancelRequest,
+  type TaskRecord,
+  type TaskSnapshot,
+  type TaskStatus,
 } from './task-snapshot';
 
 export interface TaskStoreDeps {
@@ -76,7 +83,9 @@ export class TaskStore {
       if ((filter.type && r.type !== filter.type) || (filter.status && r.status !== filter.status)) continue;
       out.push(r);
     }
-    return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.taskId < b.taskId ? -1 : 1));
+    return out.sort((a, b) =>
+      a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.taskId < b.taskId ? -1 : 1,
+    );
   }
 
   /** Finished tasks whose retention has passed and that the view still holds: the sweeper's work. */
@@ -93,7 +102,13 @@ export class TaskStore {
    */
   async submit(s: Submission): Promise<TaskSnapshot> {
     const taskId = s.taskId ?? uuidv4();
-    const request: TaskRequest = { type: s.type, input: s.input, tenant: s.tenant, submittedAt: new Date().toISOString(), accepted: true };
+    const request: TaskRequest = {
+      type: s.type,
+      input: s.input,
+      tenant: s.tenant,
+      submittedAt: new Date().toISOString(),
+      accepted: true,
+    };
     const snapshot = await acceptTask(
       this.deps,
       { taskId, tenant: s.tenant, type: s.type, input: s.input, subscription: s.subscription },
@@ -122,7 +137,9 @@ export class TaskStore {
   async requestCancel(taskId: string): Promise<void> {
     const request: CancelRequest = { cancel: true, taskId, requestedAt: new Date().toISOString() };
     const record = { topic: this.deps.topics.tasks, key: cancelKey(taskId), value: JSON.stringify(request) };
-    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) => this.deps.publisher.publish([record], { timeoutMs }));
+    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) =>
+      this.deps.publisher.publish([record], { timeoutMs }),
+    );
   }
 
   /**

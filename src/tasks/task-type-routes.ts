@@ -9,7 +9,8 @@ function typeRepresentation(t: TaskType): HalResource {
   return halResource(
     { name: t.name, description: t.description, inputSchema: t.inputSchema },
     {
-      self: link(`/task-types/${encodeURIComponent(t.name)}`), collection: link('/task-types'),
+      self: link(`/task-types/${encodeURIComponent(t.name)}`),
+      collection: link('/task-types'),
       tasks: link(`/tasks?type=${encodeURIComponent(t.name)}`),
     },
   );

@@ -7,7 +7,10 @@ import type { TraceContext } from './trace-context';
 import type { SpanKind, Tracer } from './tracer';
 
 const KINDS: Record<SpanKind, OtelKind> = {
-  server: OtelKind.SERVER, client: OtelKind.CLIENT, producer: OtelKind.PRODUCER, consumer: OtelKind.CONSUMER,
+  server: OtelKind.SERVER,
+  client: OtelKind.CLIENT,
+  producer: OtelKind.PRODUCER,
+  consumer: OtelKind.CONSUMER,
   internal: OtelKind.INTERNAL,
 };
 
@@ -28,8 +31,11 @@ export function otlpTracer(config: Required<Pick<TracingConfig, 'url' | 'headers
     start(name, kind, parent, attributes) {
       const context = parent
         ? trace.setSpanContext(ROOT_CONTEXT, {
-          traceId: parent.traceId, spanId: parent.spanId, traceFlags: parseInt(parent.flags, 16), isRemote: true,
-        })
+            traceId: parent.traceId,
+            spanId: parent.spanId,
+            traceFlags: parseInt(parent.flags, 16),
+            isRemote: true,
+          })
         : ROOT_CONTEXT;
       const span = tracer.startSpan(name, { kind: KINDS[kind], attributes }, context);
       const s = span.spanContext();

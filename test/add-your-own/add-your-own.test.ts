@@ -73,7 +73,8 @@ describe('a resource and a task type added the README way', () => {
     const invalid = await http(service.url, '/tasks', { body: { type: 'greeting', input: { names: [] } } });
     expect(invalid.status).toBe(400);
     const task = await http(service.url, '/tasks', {
-      body: { type: 'greeting', input: { names: ['Ada', 'Grace'] } }, headers: { prefer: 'wait=30' },
+      body: { type: 'greeting', input: { names: ['Ada', 'Grace'] } },
+      headers: { prefer: 'wait=30' },
     });
     expect(task.status).toBe(202);
     expect(task.body).toMatchObject({ status: 'succeeded', result: { greetings: ['Hello, Ada!', 'Hello, Grace!'] } });

@@ -20,13 +20,23 @@ describe('callback bridge process', () => {
     const prefix = uniquePrefix('bridge-crash');
     api = await startTestService(prefix, { role: 'api' });
     receiver = await new Receiver(() => ({ status: 200, delayMs: 5 })).start();
-    const sub = await http(api.url, '/subscriptions', { body: { callbackUrl: `${receiver.url}/hook`, mode: 'continuous', events: ['order.created'] } });
+    const sub = await http(api.url, '/subscriptions', {
+      body: { callbackUrl: `${receiver.url}/hook`, mode: 'continuous', events: ['order.created'] },
+    });
     expect(sub.status).toBe(201);
     bridges.push(await startChildService('bridge', prefix));
 
     const created: string[] = [];
     for (let batch = 0; batch < 3; batch++) {
-      const res = await http(api.url, '/orders', { body: { order: Array.from({ length: 100 }, (_, i) => ({ orderNumber: batch * 100 + i, itemCount: 1, status: 'open' })) } });
+      const res = await http(api.url, '/orders', {
+        body: {
+          order: Array.from({ length: 100 }, (_, i) => ({
+            orderNumber: batch * 100 + i,
+            itemCount: 1,
+            status: 'open',
+          })),
+        },
+      });
       expect(res.status).toBe(201);
       created.push(...res.body._embedded.orders.map((o: { _links: { self: { href: string } } }) => o._links.self.href));
     }

@@ -13,7 +13,9 @@ createServer((req, res) => {
     return;
   }
   let body = '';
-  req.on('data', (chunk) => { body += chunk; });
+  req.on('data', (chunk) => {
+    body += chunk;
+  });
   req.on('end', () => {
     received.push({ method: req.method, path: req.url, headers: req.headers, body });
     res.writeHead(200);

@@ -44,15 +44,23 @@ export function skipReason(images: string[]): string | undefined {
   if (!host?.startsWith('unix://')) return 'DOCKER_HOST names no podman socket: run `npm run test:containers`';
   if (!socketAnswers(host)) return `nothing answers on ${host}: run \`npm run test:containers\``;
   if (!onPath('docker-compose')) return 'docker-compose (Compose v1, Debian) is not installed';
-  const missing = images.filter((image) =>
-    spawnSync('podman', ['image', 'exists', image], { env: engineEnv(), stdio: 'ignore' }).status !== 0);
+  const missing = images.filter(
+    (image) => spawnSync('podman', ['image', 'exists', image], { env: engineEnv(), stdio: 'ignore' }).status !== 0,
+  );
   if (missing.length > 0) return `images missing: ${missing.join(', ')} (build-stand-ins.sh builds them)`;
   return undefined;
 }
 
-export interface Run { status: number | null; stdout: string; stderr: string }
+export interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
 
-export interface RunOptions { env?: NodeJS.ProcessEnv; timeoutMs?: number }
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+}
 
 /** Runs a command to its end (or kills it after timeoutMs); never throws. */
 export function run(cmd: string, args: string[], options: RunOptions = {}): Promise<Run> {
@@ -60,14 +68,21 @@ export function run(cmd: string, args: string[], options: RunOptions = {}): Prom
     const child = spawn(cmd, args, { cwd: root, env: options.env ?? engineEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120000);
     child.on('error', (err) => {
       clearTimeout(timer);
       resolve({ status: null, stdout, stderr: `${stderr}${String(err)}` });
     });
-    child.on('close', (status) => { clearTimeout(timer); resolve({ status, stdout, stderr }); });
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
   });
 }
 
@@ -95,7 +110,10 @@ export function freePort(): Promise<number> {
 
 /** Polls until check returns a value (not undefined), or throws with the last state after timeoutMs. */
 export async function until<T>(
-  what: string, check: () => Promise<T | undefined>, timeoutMs: number, everyMs = 1000,
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 1000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;

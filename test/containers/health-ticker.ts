@@ -37,8 +37,9 @@ export class HealthTicker {
         if (every === 0 || this.running.has(id) || now - (this.lastRun.get(id) ?? 0) < every) continue;
         this.lastRun.set(id, now);
         this.running.add(id);
-        void run('podman', ['healthcheck', 'run', id], { env: engineEnv(), timeoutMs: 60000 })
-          .finally(() => this.running.delete(id));
+        void run('podman', ['healthcheck', 'run', id], { env: engineEnv(), timeoutMs: 60000 }).finally(() =>
+          this.running.delete(id),
+        );
       }
     } finally {
       this.ticking = false;

@@ -18,7 +18,8 @@ const receivers: Receiver[] = [];
 
 beforeAll(async () => {
   service = await startTestService(uniquePrefix('asyncapi'), {
-    role: 'all', env: { CALLBACK_MAX_ATTEMPTS: '1', CALLBACK_BACKOFF_BASE_MS: '10', CALLBACK_BACKOFF_MAX_MS: '10' },
+    role: 'all',
+    env: { CALLBACK_MAX_ATTEMPTS: '1', CALLBACK_BACKOFF_BASE_MS: '10', CALLBACK_BACKOFF_MAX_MS: '10' },
   });
 });
 afterAll(async () => {
@@ -26,12 +27,20 @@ afterAll(async () => {
   await service.stop();
 });
 
-interface Message { name: string; payload: object; headers?: { $ref: string } }
+interface Message {
+  name: string;
+  payload: object;
+  headers?: { $ref: string };
+}
 interface Document {
   channels: Record<string, { address: string; messages: Record<string, { $ref: string }> }>;
   components: { messages: Record<string, Message>; schemas: Record<string, object> };
 }
-interface Read { key: string; value: string; headers: Record<string, string> }
+interface Read {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
 
 /** Every record of `topic` whose key `wanted` accepts, once `count` of them were read. */
 async function records(topic: string, wanted: (key: string) => boolean, count: number): Promise<Read[]> {
@@ -104,11 +113,16 @@ test('the document parses, and real records of every user-facing topic match the
     check('taskRequests', 'task.request', r);
   }
   // accepted, started, progress, succeeded / accepted, started, failed / accepted, started, progress…, cancelled
-  const events = await until(async () => {
-    const all = await records(service.kafka.topics.taskEvents, (k) => ids.has(k), 9);
-    return ['task.succeeded', 'task.failed', 'task.cancelled'].every((e) => all.some((r) => r.headers.ce_type === e))
-      ? all : undefined;
-  }, 30000, 500);
+  const events = await until(
+    async () => {
+      const all = await records(service.kafka.topics.taskEvents, (k) => ids.has(k), 9);
+      return ['task.succeeded', 'task.failed', 'task.cancelled'].every((e) => all.some((r) => r.headers.ce_type === e))
+        ? all
+        : undefined;
+    },
+    30000,
+    500,
+  );
   for (const r of events) check('taskEvents', r.headers.ce_type, r);
   const key = href.replace(/^\//, '');
   const changes = await records(service.kafka.topics.domainEvents, (k) => k === key, 3);

@@ -48,8 +48,19 @@ describeWithChromium('GET /docs in headless Chromium', () => {
     await page.waitForSelector('.opblock-summary-path', { timeout: 30000 });
     const paths = await page.locator('.opblock-summary-path').allInnerTexts();
     const shown = new Set(paths.map((p) => p.replace(/\u200b/g, '').trim()));
-    for (const path of ['/tasks', '/tasks/{taskId}', '/tasks/{taskId}/events', '/subscriptions', '/orders',
-      '/orders/{id}', '/task-types', '/health/ready', '/metrics', '/asyncapi.json', '/docs/problems']) {
+    for (const path of [
+      '/tasks',
+      '/tasks/{taskId}',
+      '/tasks/{taskId}/events',
+      '/subscriptions',
+      '/orders',
+      '/orders/{id}',
+      '/task-types',
+      '/health/ready',
+      '/metrics',
+      '/asyncapi.json',
+      '/docs/problems',
+    ]) {
       expect({ path, shown: shown.has(path) }).toEqual({ path, shown: true });
     }
     mkdirSync(OUTPUT, { recursive: true });

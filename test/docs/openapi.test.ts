@@ -5,7 +5,10 @@ import type { RunningService } from '../../src/service';
 import { bareApp } from '../support/bare-app';
 import { http, type HttpResult } from '../support/http';
 import {
-  DocumentSchemas, validateWithOpenApiValidator, type OpenApiDocument, type Operation,
+  DocumentSchemas,
+  validateWithOpenApiValidator,
+  type OpenApiDocument,
+  type Operation,
 } from '../support/openapi-document';
 import { startTestService, uniquePrefix } from '../support/test-service';
 
@@ -29,7 +32,8 @@ let document: OpenApiDocument;
 
 beforeAll(async () => {
   service = await startTestService(uniquePrefix('openapi'), {
-    role: 'all', registers: { resources: [...exampleResources, shipments] },
+    role: 'all',
+    registers: { resources: [...exampleResources, shipments] },
   });
   base = service.url;
   const res = await http(base, '/openapi.json', { key: null });
@@ -39,20 +43,45 @@ beforeAll(async () => {
 afterAll(() => service.stop());
 
 type Listed = [method: string, path: string, operation: Operation];
-const operations = (): Listed[] => Object.entries(document.paths)
-  .flatMap(([path, item]) => Object.entries(item).map(([method, op]): Listed => [method, path, op]));
+const operations = (): Listed[] =>
+  Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]): Listed => [method, path, op]),
+  );
 
-const PUBLIC = ['GET /', 'GET /docs/problems', 'GET /health/live', 'GET /health/ready', 'GET /metrics',
-  'GET /openapi.json', 'GET /asyncapi.json', 'GET /task-types', 'GET /task-types/{name}'];
+const PUBLIC = [
+  'GET /',
+  'GET /docs/problems',
+  'GET /health/live',
+  'GET /health/ready',
+  'GET /metrics',
+  'GET /openapi.json',
+  'GET /asyncapi.json',
+  'GET /task-types',
+  'GET /task-types/{name}',
+];
 
 const EXPECTED = [
   ...PUBLIC,
-  'GET /tasks', 'POST /tasks', 'GET /tasks/{taskId}', 'PATCH /tasks/{taskId}', 'DELETE /tasks/{taskId}',
+  'GET /tasks',
+  'POST /tasks',
+  'GET /tasks/{taskId}',
+  'PATCH /tasks/{taskId}',
+  'DELETE /tasks/{taskId}',
   'GET /tasks/{taskId}/events',
-  'GET /subscriptions', 'POST /subscriptions', 'GET /subscriptions/{id}', 'PUT /subscriptions/{id}',
+  'GET /subscriptions',
+  'POST /subscriptions',
+  'GET /subscriptions/{id}',
+  'PUT /subscriptions/{id}',
   'GET /subscriptions/{id}/deliveries',
-  ...COLLECTIONS.flatMap((c) => [`GET /${c}`, `POST /${c}`, `PATCH /${c}`, `GET /${c}/{id}`, `PUT /${c}/{id}`,
-    `PATCH /${c}/{id}`, `DELETE /${c}/{id}`]),
+  ...COLLECTIONS.flatMap((c) => [
+    `GET /${c}`,
+    `POST /${c}`,
+    `PATCH /${c}`,
+    `GET /${c}/{id}`,
+    `PUT /${c}/{id}`,
+    `PATCH /${c}/{id}`,
+    `DELETE /${c}/{id}`,
+  ]),
 ];
 
 describe('the document', () => {
@@ -129,10 +158,12 @@ describe('the document', () => {
     const header = (op: Operation, name: string) => op.parameters?.some((p) => p.in === 'header' && p.name === name);
     for (const [method, path, op] of operations()) {
       const what = `${method.toUpperCase()} ${path}`;
-      const answersHal = Object.entries(op.responses)
-        .some(([s, r]) => s.startsWith('2') && r.content?.['application/hal+json'] !== undefined);
-      const selection = (op.parameters ?? [])
-        .filter((p) => p.in === 'query' && ['fields', 'embedded', 'embed'].includes(p.name));
+      const answersHal = Object.entries(op.responses).some(
+        ([s, r]) => s.startsWith('2') && r.content?.['application/hal+json'] !== undefined,
+      );
+      const selection = (op.parameters ?? []).filter(
+        (p) => p.in === 'query' && ['fields', 'embedded', 'embed'].includes(p.name),
+      );
       expect({ what, selection: selection.length }).toEqual({ what, selection: answersHal ? 3 : 0 });
       for (const p of selection) {
         const list = { type: 'array', items: { type: 'string' } };
@@ -146,23 +177,28 @@ describe('the document', () => {
   });
 
   test('carries examples: a task submission, a task, an order, the Problems', () => {
-    expect(document.paths['/tasks'].post.requestBody?.content['application/json'].example)
-      .toEqual({ type: 'countdown', input: { steps: 3, stepMs: 200 } });
-    expect(document.paths['/tasks/{taskId}'].get.responses['200'].content?.['application/hal+json'].example)
-      .toMatchObject({ status: 'accepted', topic: expect.any(String), partition: expect.any(Number) });
+    expect(document.paths['/tasks'].post.requestBody?.content['application/json'].example).toEqual({
+      type: 'countdown',
+      input: { steps: 3, stepMs: 200 },
+    });
+    expect(
+      document.paths['/tasks/{taskId}'].get.responses['200'].content?.['application/hal+json'].example,
+    ).toMatchObject({ status: 'accepted', topic: expect.any(String), partition: expect.any(Number) });
     const unauthorized = document.paths['/tasks'].get.responses['401'].content?.['application/problem+json'].example;
     expect(unauthorized).toMatchObject({ type: 'https://hookstream.dev/problems/unauthorized', status: 401 });
     expect(JSON.stringify(document.paths['/orders'].post.requestBody)).toContain('"orderNumber":1');
   });
 
-  test('declared resources get their schemas from their declarations, a team\'s own included', () => {
+  test("declared resources get their schemas from their declarations, a team's own included", () => {
     const { Order, User, Item, Shipment } = document.components.schemas;
     for (const schema of [Order, User, Item, Shipment]) expect(schema).toBeDefined();
     const orders = exampleResources.find((d) => d.collection === 'orders') as ResourceDeclaration;
     for (const [name, schema] of Object.entries(orders.properties)) expect(Order.properties?.[name]).toEqual(schema);
     expect(Shipment.properties?.carrier).toEqual(shipments.properties.carrier);
     expect(Shipment.properties?._embedded).toEqual({
-      type: 'object', properties: { order: { $ref: '#/components/schemas/Order' } }, additionalProperties: false,
+      type: 'object',
+      properties: { order: { $ref: '#/components/schemas/Order' } },
+      additionalProperties: false,
     });
     expect(Order.properties?._embedded).toMatchObject({
       properties: {
@@ -234,9 +270,11 @@ describe('real answers match the schemas the document declares for them', () => 
   });
 
   test('tasks: submitted, waited for, listed, selected, paged events, cancelled too late, forgotten', async () => {
-    const submit = (body: object, headers: Record<string, string> = {}) => http(base, '/tasks', {
-      body, headers: { prefer: 'wait=20', ...headers },
-    }).then((r) => check('POST', '/tasks', r));
+    const submit = (body: object, headers: Record<string, string> = {}) =>
+      http(base, '/tasks', {
+        body,
+        headers: { prefer: 'wait=20', ...headers },
+      }).then((r) => check('POST', '/tasks', r));
     const done = await submit({ type: 'countdown', input: { steps: 2, stepMs: 0 } }, { 'idempotency-key': '"oa-1"' });
     expect(done.body.status).toBe('succeeded');
     const failed = await submit({ type: 'countdown', input: { steps: 2, stepMs: 0, failAt: 1 } });
@@ -309,7 +347,8 @@ describe('real answers match the schemas the document declares for them', () => 
     });
     expect(check('PATCH', '/orders/{id}', patch).status).toBe(200);
     const bulkPatch = await http(base, '/orders', {
-      method: 'PATCH', body: { order: [{ _links: { self: { href } }, status: 'closed' }] },
+      method: 'PATCH',
+      body: { order: [{ _links: { self: { href } }, status: 'closed' }] },
     });
     expect(check('PATCH', '/orders', bulkPatch).status).toBe(200);
     const partial = await http(base, '/orders?atomic=false', {
@@ -326,8 +365,10 @@ describe('real answers match the schemas the document declares for them', () => 
 
   test('Problems: 400, 401, 404, 405, 406, 415', async () => {
     const expectKind = (res: HttpResult, status: number, kind: string) =>
-      expect({ status: res.status, type: res.body.type })
-        .toEqual({ status, type: `https://hookstream.dev/problems/${kind}` });
+      expect({ status: res.status, type: res.body.type }).toEqual({
+        status,
+        type: `https://hookstream.dev/problems/${kind}`,
+      });
     const invalid = check('POST', '/orders', await http(base, '/orders', { body: { itemCount: 0, extra: true } }));
     expectKind(invalid, 400, 'validation-failed');
     const bulk = check('POST', '/orders', await http(base, '/orders', { body: { order: [{ itemCount: 'x' }] } }));
@@ -373,22 +414,30 @@ describe('serialization', () => {
   afterAll(() => app.close());
 
   test('a response schema documents a body and never shapes it: nothing it does not list is dropped', async () => {
-    app = await bareApp([{
-      collections: [],
-      plugin: async (a) => {
-        a.get('/narrow', {
-          schema: {
-            response: {
-              200: {
-                content: {
-                  'application/hal+json': { schema: { type: 'object', properties: {}, additionalProperties: false } },
+    app = await bareApp([
+      {
+        collections: [],
+        plugin: async (a) => {
+          a.get(
+            '/narrow',
+            {
+              schema: {
+                response: {
+                  200: {
+                    content: {
+                      'application/hal+json': {
+                        schema: { type: 'object', properties: {}, additionalProperties: false },
+                      },
+                    },
+                  },
                 },
               },
             },
-          },
-        }, async () => ({ _links: { self: { href: '/narrow' } }, unlisted: 1, nested: { deep: [1, 'two'] } }));
+            async () => ({ _links: { self: { href: '/narrow' } }, unlisted: 1, nested: { deep: [1, 'two'] } }),
+          );
+        },
       },
-    }]);
+    ]);
     const url = await app.listen({ port: 0, host: '127.0.0.1' });
     const res = await http(url, '/narrow');
     expect(res.status).toBe(200);

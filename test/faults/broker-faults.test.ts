@@ -39,31 +39,45 @@ const ACCEPTED_BEFORE_OUTAGE = 60;
 const ACCEPTED_AFTER_RECOVERY = 45;
 const PROBLEM_TYPE = 'https://hookstream.dev/problems/kafka-unavailable';
 
-interface Outage { how: 'SIGKILL' | 'SIGTERM'; downAt: number; portOpenAt: number; recoveryMs: number }
+interface Outage {
+  how: 'SIGKILL' | 'SIGTERM';
+  downAt: number;
+  portOpenAt: number;
+  recoveryMs: number;
+}
 
 /** The api's own response times of POST /tasks, with their status, from its info-level request log. */
 function serverResponseTimes(logFile: string): { status: number; ms: number }[] {
   type Entry = {
-    reqId?: string; msg?: string; req?: { method?: string; url?: string }; res?: { statusCode?: number }; responseTime?: number;
+    reqId?: string;
+    msg?: string;
+    req?: { method?: string; url?: string };
+    res?: { statusCode?: number };
+    responseTime?: number;
   };
-  const entries = readFileSync(logFile, 'utf8').split('\n').flatMap((line): Entry[] => {
-    try {
-      return line.startsWith('{') ? [JSON.parse(line) as Entry] : [];
-    } catch {
-      return [];
-    }
-  });
+  const entries = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .flatMap((line): Entry[] => {
+      try {
+        return line.startsWith('{') ? [JSON.parse(line) as Entry] : [];
+      } catch {
+        return [];
+      }
+    });
   const isSubmission = (e: Entry) => e.msg === 'incoming request' && e.req?.method === 'POST' && e.req.url === '/tasks';
   const submissions = new Set(entries.filter(isSubmission).map((e) => e.reqId));
   const completed = (e: Entry) => e.msg === 'request completed' && e.res?.statusCode && e.responseTime !== undefined;
-  return entries.filter((e) => completed(e) && submissions.has(e.reqId))
+  return entries
+    .filter((e) => completed(e) && submissions.has(e.reqId))
     .map((e) => ({ status: e.res?.statusCode as number, ms: e.responseTime as number }));
 }
 
 const answered = (s: Submission) => s.status !== 0 || s.error !== undefined;
 const latency = (s: Submission) => s.answeredAt - s.sentAt;
-const isProblem = (s: Submission) => s.contentType.startsWith('application/problem+json')
-  && s.problemType === PROBLEM_TYPE && /^\d+$/.test(s.retryAfter ?? '');
+const isProblem = (s: Submission) =>
+  s.contentType.startsWith('application/problem+json') &&
+  s.problemType === PROBLEM_TYPE &&
+  /^\d+$/.test(s.retryAfter ?? '');
 
 maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () => {
   const broker = new OwnBroker();
@@ -77,8 +91,12 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
     await broker.start();
     await receiver.start();
     const env = {
-      KAFKA_BROKERS: broker.bootstrap, KAFKA_TIMEOUT_MS: String(KAFKA_TIMEOUT_MS), CALLBACK_ALLOW_PRIVATE: 'true',
-      CALLBACK_BACKOFF_BASE_MS: '200', CALLBACK_BACKOFF_MAX_MS: '2000', CALLBACK_MAX_ATTEMPTS: '30',
+      KAFKA_BROKERS: broker.bootstrap,
+      KAFKA_TIMEOUT_MS: String(KAFKA_TIMEOUT_MS),
+      CALLBACK_ALLOW_PRIVATE: 'true',
+      CALLBACK_BACKOFF_BASE_MS: '200',
+      CALLBACK_BACKOFF_MAX_MS: '2000',
+      CALLBACK_MAX_ATTEMPTS: '30',
     };
     const roles = ['api', 'runner', 'bridge'];
     // The api logs every request with its own response time (info), which the deadline is checked on.
@@ -97,9 +115,15 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
   test('0 tasks lost, 0 double finals, 0 missed callbacks; 503s are bounded Problems; writes recover', async () => {
     const apiUrl = children[0].url as string;
     load = new TaskLoad({
-      api: apiUrl, workers: 6, paceMs: 50, failurePaceMs: 500, maxAccepted: 300,
+      api: apiUrl,
+      workers: 6,
+      paceMs: 50,
+      failurePaceMs: 500,
+      maxAccepted: 300,
       body: (n) => ({
-        type: 'countdown', input: { steps: 3 + (n % 8), stepMs: (n * 7) % 21 }, callbackUrl: `${receiver.url}/cb/${n}`,
+        type: 'countdown',
+        input: { steps: 3 + (n % 8), stepMs: (n * 7) % 21 },
+        callbackUrl: `${receiver.url}/cb/${n}`,
       }),
     }).start();
     const running = load;
@@ -107,15 +131,17 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
 
     async function outage(how: Outage['how']): Promise<Outage> {
       const downAt = Date.now();
-      if (how === 'SIGKILL') await broker.kill(); else await broker.terminate();
+      if (how === 'SIGKILL') await broker.kill();
+      else await broker.terminate();
       // A few answers to requests sent while it is down, to measure them, before it comes back.
       await until(async () => (running.sentAfter(downAt).filter(answered).length >= 3 ? true : undefined), 30000);
       const restarted = broker.start();
       const opened = async () => ((await broker.acceptsConnections()) ? Date.now() : undefined);
       const portOpenAt = await until(opened, 120000, 100);
       await restarted;
-      const first = await until(async () => running.accepted.find((s) => s.sentAt >= portOpenAt), 90000, 100)
-        .catch(() => undefined);
+      const first = await until(async () => running.accepted.find((s) => s.sentAt >= portOpenAt), 90000, 100).catch(
+        () => undefined,
+      );
       return { how, downAt, portOpenAt, recoveryMs: first ? first.answeredAt - portOpenAt : Infinity };
     }
 
@@ -169,7 +195,10 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
     const other = running.submissions.filter((s) => s.status !== 202 && s.status !== 503);
     const serverTimes = serverResponseTimes(children[0].logFile);
     const figures = {
-      submitted: running.submissions.length, accepted: accepted.length, unavailable: unavailable.length, stalled,
+      submitted: running.submissions.length,
+      accepted: accepted.length,
+      unavailable: unavailable.length,
+      stalled,
       otherAnswers: other.map((s) => s.status || s.error),
       notFinalViaGet: taskIds.filter((id) => !FINAL_STATUSES.includes(statuses.get(id) ?? '')).length,
       noFinalOnTopic: finals.filter((n) => n === 0).length,
@@ -178,7 +207,8 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       extraCallbacks: callbacks.filter((c) => c.ids > 1).length,
       wrongCallbackEvent: callbacks.filter((c) => c.ids > 0 && !c.right).length,
       duplicateReceipts: callbacks.reduce((n, c) => n + c.receipts - c.ids, 0),
-      writtenDespite503: despite503.length, invisibleViaGet: invisible.length,
+      writtenDespite503: despite503.length,
+      invisibleViaGet: invisible.length,
       badProblems: unavailable.filter((s) => !isProblem(s)).length,
       max503Ms: Math.max(0, ...unavailable.map(latency)),
       // One deadline for every request that needs Kafka, whatever it answers.
@@ -190,7 +220,9 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       timelineS: outages.map((o) => `${o.how} down@${(o.downAt - began) / 1000} up@${(o.portOpenAt - began) / 1000}`),
       totalS: (Date.now() - began) / 1000,
       childrenAlive: children.filter((c) => c.running).length,
-      doubleFinalTasks: taskIds.filter((_, i) => finals[i] > 1).slice(0, 3)
+      doubleFinalTasks: taskIds
+        .filter((_, i) => finals[i] > 1)
+        .slice(0, 3)
         .map((id) => {
           const events = byTask.get(id) ?? [];
           return `${id}: ${events.map((e) => `${e.kind.replace('task.', '')}#${e.attempt}@${e.partition}:${e.offset}`).join(',')}`;
@@ -205,11 +237,27 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
     const { otherAnswers, notFinalViaGet, noFinalOnTopic, doubleFinals, missedCallbacks, extraCallbacks } = figures;
     const { wrongCallbackEvent, invisibleViaGet, badProblems, childrenAlive } = figures;
     expect({
-      otherAnswers, notFinalViaGet, noFinalOnTopic, doubleFinals, missedCallbacks, extraCallbacks, wrongCallbackEvent,
-      invisibleViaGet, badProblems, childrenAlive,
+      otherAnswers,
+      notFinalViaGet,
+      noFinalOnTopic,
+      doubleFinals,
+      missedCallbacks,
+      extraCallbacks,
+      wrongCallbackEvent,
+      invisibleViaGet,
+      badProblems,
+      childrenAlive,
     }).toEqual({
-      otherAnswers: [], notFinalViaGet: 0, noFinalOnTopic: 0, doubleFinals: 0, missedCallbacks: 0, extraCallbacks: 0,
-      wrongCallbackEvent: 0, invisibleViaGet: 0, badProblems: 0, childrenAlive: 3,
+      otherAnswers: [],
+      notFinalViaGet: 0,
+      noFinalOnTopic: 0,
+      doubleFinals: 0,
+      missedCallbacks: 0,
+      extraCallbacks: 0,
+      wrongCallbackEvent: 0,
+      invisibleViaGet: 0,
+      badProblems: 0,
+      childrenAlive: 3,
     });
     // Every submission the client saw answered is in the api's log, or the server-side bound proves nothing.
     expect(figures.serverAnswers).toBe(running.submissions.filter((s) => s.status > 0).length);

@@ -22,8 +22,11 @@ const CALLBACK_TIMEOUT_MS = 1000;
 const TASKS = 80;
 const STEPS = 10;
 const BRIDGE_ENV = {
-  KAFKA_TIMEOUT_MS: '3000', CALLBACK_TIMEOUT_MS: String(CALLBACK_TIMEOUT_MS), CALLBACK_BACKOFF_BASE_MS: '50',
-  CALLBACK_BACKOFF_MAX_MS: '500', CALLBACK_MAX_ATTEMPTS: '50',
+  KAFKA_TIMEOUT_MS: '3000',
+  CALLBACK_TIMEOUT_MS: String(CALLBACK_TIMEOUT_MS),
+  CALLBACK_BACKOFF_BASE_MS: '50',
+  CALLBACK_BACKOFF_MAX_MS: '500',
+  CALLBACK_MAX_ATTEMPTS: '50',
 };
 /** Callbacks accepted between one bridge coming up and the next stop. */
 const ACCEPTED_BETWEEN_STOPS = 80;
@@ -63,9 +66,14 @@ async function scenario(name: string, stops: ('SIGKILL' | 'SIGTERM')[]) {
   logs.push(log);
 
   const load = new TaskLoad({
-    api: api.url, workers: 2, paceMs: 500, maxAccepted: TASKS,
+    api: api.url,
+    workers: 2,
+    paceMs: 500,
+    maxAccepted: TASKS,
     body: (n) => ({
-      type: 'countdown', input: { steps: STEPS, stepMs: 20 }, mode: 'continuous',
+      type: 'countdown',
+      input: { steps: STEPS, stepMs: 20 },
+      mode: 'continuous',
       callbackUrl: `${receiver.url}/hooks/${n}`,
     }),
   }).start();
@@ -107,18 +115,30 @@ async function scenario(name: string, stops: ('SIGKILL' | 'SIGTERM')[]) {
   const sum = (f: (a: CallbackAudit) => number) => results.reduce((n, a) => n + f(a), 0);
   const answered = (status: number) => receiver.deliveries.filter((d) => d.status === status).length;
   const figures = {
-    submitted: load.submissions.length, accepted: load.accepted.length, stops: done, stalled,
+    submitted: load.submissions.length,
+    accepted: load.accepted.length,
+    stops: done,
+    stalled,
     events: subs.reduce((n, { task }) => n + (log.byTask.get(task)?.length ?? 0), 0),
     tasksWithOneFinal: subs.filter(({ task }) => finalsOf(log.byTask.get(task)) === 1).length,
-    attempts: receiver.deliveries.length, callbacks: receiver.acceptedCount,
+    attempts: receiver.deliveries.length,
+    callbacks: receiver.acceptedCount,
     injected: { 500: answered(500), 429: answered(429), hang: answered(503) },
-    lost: sum((a) => a.lost), unexpected: sum((a) => a.unexpected), duplicates: sum((a) => a.duplicates),
-    splitIds: sum((a) => a.splitIds), inversions: sum((a) => a.inversions),
+    lost: sum((a) => a.lost),
+    unexpected: sum((a) => a.unexpected),
+    duplicates: sum((a) => a.duplicates),
+    splitIds: sum((a) => a.splitIds),
+    inversions: sum((a) => a.inversions),
     subscriptionsWithInversions: results.filter((a) => a.inversions > 0).length,
     subscriptionsWithLosses: results.filter((a) => a.lost > 0).length,
     lostEvents: [...new Set(results.flatMap((a) => a.lostEvents))],
-    examples: results.filter((a) => a.inversions > 0 || a.lost > 0).slice(0, 2).map((a) => a.order.join(',')),
-    complete, loadS: (loadedAt - began) / 1000, drainS: (drainedAt - loadedAt) / 1000,
+    examples: results
+      .filter((a) => a.inversions > 0 || a.lost > 0)
+      .slice(0, 2)
+      .map((a) => a.order.join(',')),
+    complete,
+    loadS: (loadedAt - began) / 1000,
+    drainS: (drainedAt - loadedAt) / 1000,
   };
   console.log(`callback-order ${name}: ${JSON.stringify(figures)} logs: ${mine.map((b) => b.logFile).join(' ')}`);
   return figures;
@@ -132,8 +152,12 @@ function expectGuarantees(f: Awaited<ReturnType<typeof scenario>>): void {
   expect(f.tasksWithOneFinal).toBe(TASKS);
   // The receiver did fail attempts of every kind, or nothing was tested.
   expect(Object.values(f.injected).every((n) => n > 0)).toBe(true);
-  expect({ lost: f.lost, unexpected: f.unexpected, splitIds: f.splitIds, inversions: f.inversions })
-    .toEqual({ lost: 0, unexpected: 0, splitIds: 0, inversions: 0 });
+  expect({ lost: f.lost, unexpected: f.unexpected, splitIds: f.splitIds, inversions: f.inversions }).toEqual({
+    lost: 0,
+    unexpected: 0,
+    splitIds: 0,
+    inversions: 0,
+  });
 }
 
 describe('callback order per subscription with a receiver that fails some attempts', () => {

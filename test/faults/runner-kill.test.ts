@@ -38,10 +38,16 @@ describe('runner processes killed under load', () => {
     const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
     try {
-      await until(async () => {
-        const { groups: [group] } = await admin.describeGroups([`${prefix}task-runner`]);
-        return group.state === 'Stable' && group.members.length === 2 ? true : undefined;
-      }, 60000, 200);
+      await until(
+        async () => {
+          const {
+            groups: [group],
+          } = await admin.describeGroups([`${prefix}task-runner`]);
+          return group.state === 'Stable' && group.members.length === 2 ? true : undefined;
+        },
+        60000,
+        200,
+      );
     } finally {
       await admin.disconnect();
     }
@@ -54,10 +60,13 @@ describe('runner processes killed under load', () => {
     await api?.stop();
   }, 60000);
 
-  test('0 tasks lost, 0 tasks with two final events, every task\'s events in a valid order', async () => {
+  test("0 tasks lost, 0 tasks with two final events, every task's events in a valid order", async () => {
     load = new TaskLoad({
       // No cap while the stops are under way (a busy machine starts runners slowly); about 4 tasks a second.
-      api: api.url, workers: 2, paceMs: 400, maxAccepted: Infinity,
+      api: api.url,
+      workers: 2,
+      paceMs: 400,
+      maxAccepted: Infinity,
       body: (n) => ({ type: 'countdown', input: { steps: 3 + (n % 8), stepMs: 5 + ((n * 7) % 16) } }),
     }).start();
     const running = load;
@@ -90,13 +99,17 @@ describe('runner processes killed under load', () => {
     log = await new TaskEventLog(testBrokers(), api.kafka.topics.taskEvents).start();
     await log.catchUp(60000);
     const byTask = log.byTask;
-    const problems = taskIds.map((id) => ({ id, problem: orderProblem(byTask.get(id) ?? []) }))
+    const problems = taskIds
+      .map((id) => ({ id, problem: orderProblem(byTask.get(id) ?? []) }))
       .filter((p) => p.problem !== undefined);
     const ended = (id: string) => FINAL_STATUSES.includes(statuses.get(id) ?? '') && finalsOf(byTask.get(id)) > 0;
     const other = running.submissions.filter((s) => s.status !== 202 && s.status !== 503);
     const starts = (id: string) => (byTask.get(id) ?? []).filter((e) => e.kind === 'task.started').length;
     const figures = {
-      submitted: running.submissions.length, accepted: taskIds.length, stops, stalled,
+      submitted: running.submissions.length,
+      accepted: taskIds.length,
+      stops,
+      stalled,
       // Not asserted: a SIGKILLed runner's open transaction holds the api's read_committed views until the
       // coordinator aborts it (README, Decisions), so a few writes may answer 503. Counted to show it.
       unavailable: running.submissions.filter((s) => s.status === 503).length,
@@ -114,7 +127,10 @@ describe('runner processes killed under load', () => {
     // Some kills caught tasks mid-run, or this would prove nothing about reruns.
     expect(figures.rerun).toBeGreaterThan(0);
     expect(figures.otherAnswers).toEqual([]);
-    expect({ lost: figures.lost, doubleFinals: figures.doubleFinals, orderProblems: figures.orderProblems })
-      .toEqual({ lost: 0, doubleFinals: 0, orderProblems: 0 });
+    expect({ lost: figures.lost, doubleFinals: figures.doubleFinals, orderProblems: figures.orderProblems }).toEqual({
+      lost: 0,
+      doubleFinals: 0,
+      orderProblems: 0,
+    });
   }, 240000);
 });

@@ -16,7 +16,8 @@ import { EXAMPLE_SERVICE, testConfig, uniquePrefix } from '../support/test-servi
  */
 const hasJava = (javaMajorVersion() ?? 0) >= 17;
 const maybe = hasJava ? describe : describe.skip;
-if (!hasJava) console.warn('kafka-outage test skipped: it starts its own broker from the Kafka jars, which needs Java 17+');
+if (!hasJava)
+  console.warn('kafka-outage test skipped: it starts its own broker from the Kafka jars, which needs Java 17+');
 
 maybe('Kafka down under a running api', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hookstream-outage-'));
@@ -27,7 +28,13 @@ maybe('Kafka down under a running api', () => {
   beforeAll(async () => {
     broker = await startLocalBroker({ cacheDir, persistent: true, dataDir });
     const config = testConfig(uniquePrefix('outage'), { KAFKA_BROKERS: broker.bootstrap, KAFKA_TIMEOUT_MS: '3000' });
-    api = await startService({ config, brokers: [broker.bootstrap], logger: createLogger(config.logLevel), role: 'all', ...EXAMPLE_SERVICE });
+    api = await startService({
+      config,
+      brokers: [broker.bootstrap],
+      logger: createLogger(config.logLevel),
+      role: 'all',
+      ...EXAMPLE_SERVICE,
+    });
   }, 120000);
 
   afterAll(async () => {
@@ -66,7 +73,9 @@ maybe('Kafka down under a running api', () => {
       await new Promise((r) => setTimeout(r, 500));
     }
     expect(status).toBe(201);
-    console.log(`kafka-outage: first write succeeded ${Date.now() - back} ms after the broker accepted connections again`);
+    console.log(
+      `kafka-outage: first write succeeded ${Date.now() - back} ms after the broker accepted connections again`,
+    );
     expect((await http(api.url, '/health/ready')).status).toBe(200);
     const submitted = await http(api.url, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
     expect(submitted.status).toBe(202);

@@ -12,7 +12,14 @@ beforeAll(async () => {
 });
 afterAll(() => service.stop());
 
-const order = (extra: Record<string, unknown> = {}) => ({ orderNumber: 7, itemCount: 2, status: 'open', author: 'u-ada', items: ['i-widget', 'i-gadget'], ...extra });
+const order = (extra: Record<string, unknown> = {}) => ({
+  orderNumber: 7,
+  itemCount: 2,
+  status: 'open',
+  author: 'u-ada',
+  items: ['i-widget', 'i-gadget'],
+  ...extra,
+});
 
 async function createOrder(extra: Record<string, unknown> = {}) {
   const res = await http(base, '/orders', { body: order(extra) });
@@ -20,7 +27,11 @@ async function createOrder(extra: Record<string, unknown> = {}) {
   return res;
 }
 
-function expectProblem(res: { status: number; headers: Headers; body: Record<string, unknown> }, status: number, kind: string) {
+function expectProblem(
+  res: { status: number; headers: Headers; body: Record<string, unknown> },
+  status: number,
+  kind: string,
+) {
   expect(res.status).toBe(status);
   expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   expect(res.body).toMatchObject({ type: `https://hookstream.dev/problems/${kind}`, status });
@@ -80,7 +91,10 @@ describe('fields and embedded', () => {
     const created = await createOrder();
     const res = await http(base, `${created.headers.get('location')}?embedded=author`);
     expect(Object.keys(res.body._embedded)).toEqual(['author']);
-    expect(res.body._embedded.author).toMatchObject({ name: 'Ada Lovelace', _links: { self: { href: '/users/u-ada' } } });
+    expect(res.body._embedded.author).toMatchObject({
+      name: 'Ada Lovelace',
+      _links: { self: { href: '/users/u-ada' } },
+    });
   });
 
   test('embed is an alias of embedded', async () => {
@@ -111,7 +125,10 @@ describe('fields and embedded', () => {
     const href = post.headers.get('location') as string;
     const put = await http(base, `${href}?fields=itemCount`, { method: 'PUT', body: order({ itemCount: 5 }) });
     expect(put.body).toEqual({ itemCount: 5 });
-    const patch = await http(base, `${href}?fields=status&embedded=author`, { method: 'PATCH', body: { status: 'paid' } });
+    const patch = await http(base, `${href}?fields=status&embedded=author`, {
+      method: 'PATCH',
+      body: { status: 'paid' },
+    });
     expect(patch.body).toEqual({ status: 'paid' });
   });
 
@@ -142,27 +159,56 @@ describe('Problem Details for every error', () => {
 
   test('an Accept that allows none of our types is 406', async () => {
     expectProblem(await http(base, '/orders', { headers: { accept: 'text/html' } }), 406, 'not-acceptable');
-    expect((await http(base, '/orders', { headers: { accept: 'text/html, application/hal+json;q=0.5' } })).status).toBe(200);
+    expect((await http(base, '/orders', { headers: { accept: 'text/html, application/hal+json;q=0.5' } })).status).toBe(
+      200,
+    );
   });
 
   test('a body that is not JSON is 415; merge patch is for PATCH only', async () => {
-    expectProblem(await http(base, '/orders', { raw: 'orderNumber=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported-media-type');
-    expectProblem(await http(base, '/orders', { raw: JSON.stringify(order()), headers: { 'content-type': 'application/merge-patch+json' } }), 415, 'unsupported-media-type');
+    expectProblem(
+      await http(base, '/orders', {
+        raw: 'orderNumber=1',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'unsupported-media-type',
+    );
+    expectProblem(
+      await http(base, '/orders', {
+        raw: JSON.stringify(order()),
+        headers: { 'content-type': 'application/merge-patch+json' },
+      }),
+      415,
+      'unsupported-media-type',
+    );
   });
 
   test('a body over the limit is 413', async () => {
-    expectProblem(await http(base, '/orders', { raw: `{"status":"${'x'.repeat(1_100_000)}"}`, headers: { 'content-type': 'application/json' } }), 413, 'payload-too-large');
+    expectProblem(
+      await http(base, '/orders', {
+        raw: `{"status":"${'x'.repeat(1_100_000)}"}`,
+        headers: { 'content-type': 'application/json' },
+      }),
+      413,
+      'payload-too-large',
+    );
   });
 
   test('malformed JSON is 400', async () => {
-    expectProblem(await http(base, '/orders', { raw: '{"orderNumber": 1,', headers: { 'content-type': 'application/json' } }), 400, 'malformed-body');
+    expectProblem(
+      await http(base, '/orders', { raw: '{"orderNumber": 1,', headers: { 'content-type': 'application/json' } }),
+      400,
+      'malformed-body',
+    );
   });
 
   test('spec validation example: itemCount must be a positive integer; each offence is an errors[] entry with a pointer', async () => {
     for (const itemCount of [0, -100, 1.3232, '42', null]) {
       const res = await http(base, '/orders', { body: { ...order(), itemCount } });
       expectProblem(res, 400, 'validation-failed');
-      expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/itemCount', type: 'https://hookstream.dev/problems/invalid-field' })]);
+      expect(res.body.errors).toEqual([
+        expect.objectContaining({ instance: '/itemCount', type: 'https://hookstream.dev/problems/invalid-field' }),
+      ]);
     }
     const many = await http(base, '/orders', { body: { itemCount: 0, extra: true } });
     const pointers = many.body.errors.map((e: { instance: string }) => e.instance).sort();
@@ -179,8 +225,10 @@ describe('Problem Details for every error', () => {
   });
 
   test('root, health and docs are public; everything else needs a key', async () => {
-    for (const p of ['/', '/health/live', '/health/ready', '/docs/problems']) expect((await http(base, p, { key: null })).status).toBe(200);
-    for (const p of ['/orders', '/users', '/items/i-widget']) expect((await http(base, p, { key: null })).status).toBe(401);
+    for (const p of ['/', '/health/live', '/health/ready', '/docs/problems'])
+      expect((await http(base, p, { key: null })).status).toBe(200);
+    for (const p of ['/orders', '/users', '/items/i-widget'])
+      expect((await http(base, p, { key: null })).status).toBe(401);
   });
 
   test('status always equals the HTTP status, and logref is the request id', async () => {
@@ -217,7 +265,11 @@ describe('method semantics', () => {
 
   test('PATCH is a JSON merge patch: listed fields change, null removes, others stay', async () => {
     const href = (await createOrder()).headers.get('location') as string;
-    const res = await http(base, href, { method: 'PATCH', raw: JSON.stringify({ status: 'paid', author: null }), headers: { 'content-type': 'application/merge-patch+json' } });
+    const res = await http(base, href, {
+      method: 'PATCH',
+      raw: JSON.stringify({ status: 'paid', author: null }),
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'paid', itemCount: 2, orderNumber: 7 });
     expect(res.body._links.author).toBeUndefined();

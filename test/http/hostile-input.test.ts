@@ -14,7 +14,14 @@ import { until } from '../support/until';
  * headers. One real service (all roles, real broker) with its log captured.
  */
 const PROTO_NAMES = [
-  '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  'isPrototypeOf',
+  '__defineGetter__',
   'toLocaleString',
 ];
 
@@ -24,7 +31,11 @@ let base: string;
 
 beforeAll(async () => {
   const config = testConfig(uniquePrefix('hostile'), { LOG_LEVEL: 'info' });
-  const logger = createLogger('info', 'hostile-input', { write: (line: string) => { logLines.push(line); } });
+  const logger = createLogger('info', 'hostile-input', {
+    write: (line: string) => {
+      logLines.push(line);
+    },
+  });
   service = await startService({ config, brokers: testBrokers(), logger, role: 'all', ...EXAMPLE_SERVICE });
   base = service.url;
 });
@@ -54,7 +65,9 @@ function rawExchange(port: number, request: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => socket.write(request));
     let text = '';
-    socket.on('data', (d) => { text += d.toString(); });
+    socket.on('data', (d) => {
+      text += d.toString();
+    });
     socket.on('error', reject);
     socket.on('close', () => resolve(text));
     socket.setTimeout(10000, () => socket.destroy(new Error('no answer in 10 s')));
@@ -82,9 +95,20 @@ describe('prototype names are ordinary unknown names', () => {
       body: { callbackUrl: 'http://127.0.0.1:9/never', mode: 'once', events: ['order.deleted'] },
     });
     expect(sub.status).toBe(201);
-    const paths = ['/health/live', '/health/ready', '/', '/docs/problems', '/orders', `/orders/${created.body.id}`,
-      '/users/u-ada', '/tasks', `/tasks/${task.body.taskId}`, '/subscriptions', `/subscriptions/${sub.body.UUID}`,
-      `/subscriptions/${sub.body.UUID}/deliveries`];
+    const paths = [
+      '/health/live',
+      '/health/ready',
+      '/',
+      '/docs/problems',
+      '/orders',
+      `/orders/${created.body.id}`,
+      '/users/u-ada',
+      '/tasks',
+      `/tasks/${task.body.taskId}`,
+      '/subscriptions',
+      `/subscriptions/${sub.body.UUID}`,
+      `/subscriptions/${sub.body.UUID}/deliveries`,
+    ];
     const mismatches: string[] = [];
     for (const path of paths) {
       const key = path.startsWith('/health') ? null : undefined;
@@ -141,8 +165,14 @@ describe('prototype names are ordinary unknown names', () => {
 
   test('as path segments: 404 Problems', async () => {
     for (const name of PROTO_NAMES) {
-      const paths = [`/tasks/${name}`, `/subscriptions/${name}`, `/subscriptions/${name}/deliveries`, `/orders/${name}`,
-        `/users/${name}`, `/${name}`];
+      const paths = [
+        `/tasks/${name}`,
+        `/subscriptions/${name}`,
+        `/subscriptions/${name}/deliveries`,
+        `/orders/${name}`,
+        `/users/${name}`,
+        `/${name}`,
+      ];
       for (const path of paths) {
         const res = await http(base, path);
         expectHandled(res, path);
@@ -167,14 +197,20 @@ describe('prototype names are ordinary unknown names', () => {
       const deleting = await http(base, itsPath, rawJson({ [name]: null }, 'PATCH', 'application/merge-patch+json'));
       expectHandled(deleting, `PATCH deleting ${name}`);
       if (name !== '__proto__') {
-        expect({ name, status: deleting.status, orderStatus: deleting.body.status })
-          .toEqual({ name, status: 200, orderStatus: 'open' });
+        expect({ name, status: deleting.status, orderStatus: deleting.body.status }).toEqual({
+          name,
+          status: 200,
+          orderStatus: 'open',
+        });
       }
       const element = { _links: { self: { href: `/orders/${name}` } }, status: 'x' };
       const bulk = await http(base, '/orders', { method: 'PATCH', body: { order: [element] } });
       expectHandled(bulk, `bulk PATCH of /orders/${name}`);
       expectHandled(await http(base, '/orders', rawJson({ [name]: [order('open')] })), `bulk body keyed ${name}`);
-      const tasks = [{ type: name, input: {} }, { type: 'countdown', input: { steps: 1, stepMs: 0, [name]: 1 } }];
+      const tasks = [
+        { type: name, input: {} },
+        { type: 'countdown', input: { steps: 1, stepMs: 0, [name]: 1 } },
+      ];
       for (const body of tasks) {
         const res = await http(base, '/tasks', rawJson(body));
         expectHandled(res, `POST /tasks ${JSON.stringify(body)}`);
@@ -220,7 +256,7 @@ describe('prototype names are ordinary unknown names', () => {
 });
 
 describe('API keys and the log', () => {
-  test('a key in a query string never reaches the log; the API\'s own parameters are still logged', async () => {
+  test("a key in a query string never reaches the log; the API's own parameters are still logged", async () => {
     const secrets = ['a', 'b', 'c', 'd'].map((c) => `QS-SECRET-${c.repeat(18)}`);
     logLines.length = 0;
     const query = `api_key=${secrets[0]}&access_token=${secrets[1]}&fields=count&key=${secrets[2]}&${secrets[3]}`;
@@ -230,7 +266,9 @@ describe('API keys and the log', () => {
     const log = logLines.join('');
     expect(logLines.length).toBeGreaterThan(0);
     for (const secret of [...secrets, TENANT_A_KEY]) expect(log).not.toContain(secret);
-    const incoming = logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'incoming request')
+    const incoming = logLines
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'incoming request')
       .map((l) => l.req.url);
     expect(incoming).toContain(
       '/orders?api_key=[redacted]&access_token=[redacted]&fields=count&key=[redacted]&[redacted]',
@@ -240,12 +278,17 @@ describe('API keys and the log', () => {
 
   test('two Authorization headers are a 401 Problem, even when both carry the valid key; one is 200', async () => {
     const port = Number(new URL(base).port);
-    const request = (authorizations: string[]) => 'GET /orders?limit=1 HTTP/1.1\r\nHost: x\r\n'
-      + `${authorizations.map((a) => `Authorization: ${a}\r\n`).join('')}Connection: close\r\n\r\n`;
+    const request = (authorizations: string[]) =>
+      'GET /orders?limit=1 HTTP/1.1\r\nHost: x\r\n' +
+      `${authorizations.map((a) => `Authorization: ${a}\r\n`).join('')}Connection: close\r\n\r\n`;
     const valid = `Bearer ${TENANT_A_KEY}`;
     const wrong = 'Bearer wrong-key-0123456789';
     expect(statusOf(await rawExchange(port, request([valid])))).toBe(200);
-    for (const pair of [[valid, valid], [valid, wrong], [wrong, valid]]) {
+    for (const pair of [
+      [valid, valid],
+      [valid, wrong],
+      [wrong, valid],
+    ]) {
       const answer = await rawExchange(port, request(pair));
       expect(statusOf(answer)).toBe(401);
       expect(answer).toMatch(/content-type: application\/problem\+json/i);
@@ -256,7 +299,9 @@ describe('API keys and the log', () => {
 
 describe('slow clients are cut after bounded times', () => {
   const SHORT = {
-    HTTP_REQUEST_TIMEOUT_MS: '1500', HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
+    HTTP_REQUEST_TIMEOUT_MS: '1500',
+    HTTP_HEADERS_TIMEOUT_MS: '1000',
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
   };
   /** Generous: the bound plus the check interval plus a busy machine's delays. */
   const SLACK_MS = 10000;
@@ -274,8 +319,12 @@ describe('slow clients are cut after bounded times', () => {
       });
     };
     const app = await buildApp({
-      logger: createLogger('silent'), apiKeys: config.apiKeys, bodyLimitBytes: config.bodyLimitBytes, http: config.http,
-      readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true }, routes: [{ collections: [], plugin: echo }],
+      logger: createLogger('silent'),
+      apiKeys: config.apiKeys,
+      bodyLimitBytes: config.bodyLimitBytes,
+      http: config.http,
+      readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+      routes: [{ collections: [], plugin: echo }],
     });
     apps.push(app);
     return { app, port: Number(new URL(await app.listen({ port: 0, host: '127.0.0.1' })).port) };
@@ -283,7 +332,10 @@ describe('slow clients are cut after bounded times', () => {
 
   beforeAll(async () => {
     expect(testConfig('t.', { ...SHORT, HTTP_MAX_CONNECTIONS: '30' }).http).toMatchObject({
-      requestTimeoutMs: 1500, headersTimeoutMs: 1000, keepAliveTimeoutMs: 1000, maxConnections: 30,
+      requestTimeoutMs: 1500,
+      headersTimeoutMs: 1000,
+      keepAliveTimeoutMs: 1000,
+      maxConnections: 30,
     });
     ({ port } = await startApp(SHORT));
   });
@@ -295,27 +347,40 @@ describe('slow clients are cut after bounded times', () => {
       const started = Date.now();
       let answer = '';
       const socket = connect(to, '127.0.0.1', () => socket.write(head));
-      const timer = setInterval(() => { if (socket.writable) socket.write(drip); }, 100);
-      socket.on('data', (d) => { answer += d.toString(); });
+      const timer = setInterval(() => {
+        if (socket.writable) socket.write(drip);
+      }, 100);
+      socket.on('data', (d) => {
+        answer += d.toString();
+      });
       socket.on('error', () => undefined);
-      socket.on('close', () => { clearInterval(timer); resolve({ answer, ms: Date.now() - started }); });
-      setTimeout(() => { socket.destroy(); reject(new Error('never cut')); }, 60000).unref();
+      socket.on('close', () => {
+        clearInterval(timer);
+        resolve({ answer, ms: Date.now() - started });
+      });
+      setTimeout(() => {
+        socket.destroy();
+        reject(new Error('never cut'));
+      }, 60000).unref();
     });
   }
   const slowHeaders = (to: number) => dripping(to, 'GET /health/live HTTP/1.1\r\nHost: x\r\nX-Slow: ', 'a');
 
   /** A 408 Problem, then the close, within the bound (plus slack). */
-  const expect408Within = (boundMs: number) => ({ answer, ms }: { answer: string; ms: number }) => {
-    expect(statusOf(answer)).toBe(408);
-    expect(answer).toMatch(/content-type: application\/problem\+json/i);
-    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
-    expect(body).toMatchObject({ type: problemType('request-timeout'), status: 408 });
-    expect(ms).toBeLessThan(boundMs + SLACK_MS);
-  };
+  const expect408Within =
+    (boundMs: number) =>
+    ({ answer, ms }: { answer: string; ms: number }) => {
+      expect(statusOf(answer)).toBe(408);
+      expect(answer).toMatch(/content-type: application\/problem\+json/i);
+      const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+      expect(body).toMatchObject({ type: problemType('request-timeout'), status: 408 });
+      expect(ms).toBeLessThan(boundMs + SLACK_MS);
+    };
 
   test('20 sockets sending a body one byte at a time each get a 408 Problem and are closed', async () => {
-    const head = `POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TENANT_A_KEY}\r\n`
-      + 'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
+    const head =
+      `POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TENANT_A_KEY}\r\n` +
+      'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
     const results = await Promise.all(Array.from({ length: 20 }, () => dripping(port, head, ' ')));
     results.forEach(expect408Within(1500));
     expect(echoed).toBe(0);
@@ -337,7 +402,9 @@ describe('slow clients are cut after bounded times', () => {
   test('above HTTP_MAX_CONNECTIONS a connection is dropped; once slow ones are cut, new ones are served', async () => {
     // Bounds long enough that all 30 holders are connected before the first is cut, even on a busy machine.
     const capped = await startApp({
-      HTTP_REQUEST_TIMEOUT_MS: '6000', HTTP_HEADERS_TIMEOUT_MS: '6000', HTTP_MAX_CONNECTIONS: '30',
+      HTTP_REQUEST_TIMEOUT_MS: '6000',
+      HTTP_HEADERS_TIMEOUT_MS: '6000',
+      HTTP_MAX_CONNECTIONS: '30',
     });
     const connections = promisify(capped.app.server.getConnections.bind(capped.app.server));
     const probe = () => rawExchange(capped.port, 'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');

@@ -30,12 +30,17 @@ async function newTopic(): Promise<string> {
 /** Runs TRANSACTIONS two-record transactions; returns how many coordinator lookups the producer sent. */
 async function lookupsFor(producer: Producer, topic: string): Promise<number> {
   let lookups = 0;
-  producer.on(producer.events.REQUEST, ({ payload }) => { if (payload.apiName === 'GroupCoordinator') lookups += 1; });
+  producer.on(producer.events.REQUEST, ({ payload }) => {
+    if (payload.apiName === 'GroupCoordinator') lookups += 1;
+  });
   await producer.connect();
   try {
     for (let i = 0; i < TRANSACTIONS; i += 1) {
       const tx = await producer.transaction();
-      const messages = [{ key: `a${i}`, value: 'x', partition: 0 }, { key: `b${i}`, value: 'y', partition: 1 }];
+      const messages = [
+        { key: `a${i}`, value: 'x', partition: 0 },
+        { key: `b${i}`, value: 'y', partition: 1 },
+      ];
       await tx.send({ topic, messages });
       await tx.commit();
     }
@@ -51,7 +56,11 @@ async function committedCount(topic: string): Promise<number> {
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({ eachMessage: async () => { count += 1; } });
+    await consumer.run({
+      eachMessage: async () => {
+        count += 1;
+      },
+    });
     await until(async () => (count >= 4 * TRANSACTIONS ? true : undefined), 30000);
   } finally {
     await consumer.disconnect();
@@ -59,7 +68,7 @@ async function committedCount(topic: string): Promise<number> {
   return count;
 }
 
-test('one coordinator lookup for a producer\'s transactions, where kafkajs makes several per transaction', async () => {
+test("one coordinator lookup for a producer's transactions, where kafkajs makes several per transaction", async () => {
   const topic = await newTopic();
   const options = { idempotent: true, maxInFlightRequests: 1 };
   const plain = await lookupsFor(kafka.producer({ ...options, transactionalId: uniquePrefix('plain-tx') }), topic);

@@ -41,14 +41,19 @@ async function newTopic(): Promise<string> {
   return topic;
 }
 
-test('the high watermark counts an open transaction\'s record; the admin client answers the last stable offset', async () => {
+test("the high watermark counts an open transaction's record; the admin client answers the last stable offset", async () => {
   const topic = await newTopic();
   const watermarks = new HighWatermarks(kafka);
   closers.push(() => watermarks.close());
   const tx = await producer.transaction();
   await tx.send({ topic, messages: [{ key: 'k', value: 'v', partition: 1 }] });
   try {
-    expect(await watermarks.of(topic)).toEqual(new Map([[0, 0n], [1, 1n]]));
+    expect(await watermarks.of(topic)).toEqual(
+      new Map([
+        [0, 0n],
+        [1, 1n],
+      ]),
+    );
     const stable = await admin.fetchTopicOffsets(topic);
     expect(stable.find((p) => p.partition === 1)?.high).toBe('0');
   } finally {
@@ -78,8 +83,11 @@ test('a view synced while a transaction is open has its record once the sync ret
   const tx = await producer.transaction();
   await tx.send({ topic, messages: [{ key: 'written-in-the-open-transaction', value: 'here', partition: 0 }] });
   // What the view holds at the moment the sync returns: a sync that returned before the commit holds nothing.
-  const targetKnown = new Promise<void>((resolve) => { answered = resolve; });
-  const seenWhenSynced = view.syncedSince(Date.now() + 1, 30000)
+  const targetKnown = new Promise<void>((resolve) => {
+    answered = resolve;
+  });
+  const seenWhenSynced = view
+    .syncedSince(Date.now() + 1, 30000)
     .then(() => view.get('written-in-the-open-transaction'));
   await targetKnown;
   await tx.commit();

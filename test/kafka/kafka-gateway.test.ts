@@ -14,7 +14,14 @@ describe('the Kafka module on the real broker', () => {
   let kafka: KafkaGateway;
 
   beforeAll(async () => {
-    kafka = await connectKafka({ brokers: testBrokers(), topicPrefix: uniquePrefix('gateway'), partitions: 3, timeoutMs: 10000, processName: 'test', logger });
+    kafka = await connectKafka({
+      brokers: testBrokers(),
+      topicPrefix: uniquePrefix('gateway'),
+      partitions: 3,
+      timeoutMs: 10000,
+      processName: 'test',
+      logger,
+    });
   });
   afterAll(() => kafka.close());
 
@@ -38,8 +45,13 @@ describe('the Kafka module on the real broker', () => {
     const received: IncomingRecord[] = [];
     const done = new Promise<void>((resolve) => {
       void kafka.runGroupConsumer({
-        groupId: `${topic}.test-group`, topics: [topic], maxInFlight: 1,
-        handle: async (r) => { received.push(r); if (received.length === 20) resolve(); },
+        groupId: `${topic}.test-group`,
+        topics: [topic],
+        maxInFlight: 1,
+        handle: async (r) => {
+          received.push(r);
+          if (received.length === 20) resolve();
+        },
       });
     });
     await done;
@@ -60,7 +72,10 @@ describe('the Kafka module on the real broker', () => {
     const written = await kafka.publisher.publish([{ topic: kafka.topics.resources, key: 'a', value: '{"n":1}' }]);
     await view.waitFor(written, 10000);
     expect(view.get('a')).toEqual({ n: 1 });
-    await view.waitFor(await kafka.publisher.publish([{ topic: kafka.topics.resources, key: 'a', value: null }]), 10000);
+    await view.waitFor(
+      await kafka.publisher.publish([{ topic: kafka.topics.resources, key: 'a', value: null }]),
+      10000,
+    );
     expect(view.get('a')).toBeUndefined();
   });
 

@@ -4,7 +4,10 @@ import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError,
+  KafkaJSConnectionError,
+  KafkaJSNonRetriableError,
+  KafkaJSNumberOfRetriesExceeded,
+  KafkaJSProtocolError,
 } from 'kafkajs';
 import { ConfigError, loadConfig } from '../../src/config';
 import { KafkaUnavailableError } from '../../src/kafka/types';
@@ -37,7 +40,10 @@ function freePort(): Promise<number> {
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
-    const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
     socket.setTimeout(2000, () => done(false));
@@ -47,11 +53,16 @@ function accepts(port: number): Promise<boolean> {
 /** `node dist/src/main.js …` with stdout and stderr collected together. */
 function run(args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const waitFor = async (pattern: RegExp, timeoutMs: number, count = 1): Promise<RegExpMatchArray[]> => {
     const deadline = Date.now() + timeoutMs;
@@ -65,16 +76,20 @@ function run(args: string[], env: Record<string, string>) {
     }
   };
   /** the exit code, or 'running' if it has not exited within timeoutMs */
-  const exitWithin = (timeoutMs: number) => Promise.race([
-    exited, new Promise<'running'>((r) => setTimeout(() => r('running'), timeoutMs).unref()),
-  ]);
+  const exitWithin = (timeoutMs: number) =>
+    Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), timeoutMs).unref())]);
   return { child, exited, waitFor, exitWithin, output: () => out };
 }
 
 function roleEnv(brokers: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    KAFKA_BROKERS: brokers, TOPIC_PREFIX: uniquePrefix('patient'), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn',
-    API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}`, ...extra,
+    KAFKA_BROKERS: brokers,
+    TOPIC_PREFIX: uniquePrefix('patient'),
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}`,
+    ...extra,
   };
 }
 
@@ -112,11 +127,14 @@ describe('what start-up retries', () => {
   test('retries with progress lines until an attempt succeeds', async () => {
     const lines: string[] = [];
     let attempts = 0;
-    const value = await waitForKafka(async () => {
-      attempts += 1;
-      if (attempts < 4) throw new KafkaUnavailableError(`not yet ${attempts}`);
-      return 'up';
-    }, { ...fast, timeoutMs: 30000, signal: new AbortController().signal, progress: (l) => lines.push(l) });
+    const value = await waitForKafka(
+      async () => {
+        attempts += 1;
+        if (attempts < 4) throw new KafkaUnavailableError(`not yet ${attempts}`);
+        return 'up';
+      },
+      { ...fast, timeoutMs: 30000, signal: new AbortController().signal, progress: (l) => lines.push(l) },
+    );
     expect(value).toBe('up');
     expect(attempts).toBe(4);
     expect(lines[0]).toMatch(/^waiting for Kafka at 127\.0\.0\.1:1 \(\d+ s so far; last error: not yet 1\)$/);
@@ -127,16 +145,25 @@ describe('what start-up retries', () => {
     const lines: string[] = [];
     let attempts = 0;
     const checks: (Error | undefined)[] = [];
-    const value = await waitForKafka(async () => { attempts += 1; return 'up'; }, {
-      ...fast, brokers: [`127.0.0.1:${port}`], timeoutMs: 30000, signal: new AbortController().signal,
-      progress: (l) => lines.push(l),
-      precheck: async () => {
-        const result = await brokersUnreachable([`127.0.0.1:${port}`]);
-        checks.push(result);
-        // Two refusals, then a pretend broker.
-        return checks.length < 3 ? result : undefined;
+    const value = await waitForKafka(
+      async () => {
+        attempts += 1;
+        return 'up';
       },
-    });
+      {
+        ...fast,
+        brokers: [`127.0.0.1:${port}`],
+        timeoutMs: 30000,
+        signal: new AbortController().signal,
+        progress: (l) => lines.push(l),
+        precheck: async () => {
+          const result = await brokersUnreachable([`127.0.0.1:${port}`]);
+          checks.push(result);
+          // Two refusals, then a pretend broker.
+          return checks.length < 3 ? result : undefined;
+        },
+      },
+    );
     expect(value).toBe('up');
     expect(attempts).toBe(1);
     expect(checks[0]?.message).toMatch(`ECONNREFUSED 127.0.0.1:${port}`);
@@ -146,9 +173,20 @@ describe('what start-up retries', () => {
   test('another error ends the wait at once, after one attempt', async () => {
     let attempts = 0;
     const bug = new TypeError('a bug');
-    await expect(waitForKafka(async () => { attempts += 1; throw bug; }, {
-      ...fast, timeoutMs: 30000, signal: new AbortController().signal, progress: () => undefined,
-    })).rejects.toBe(bug);
+    await expect(
+      waitForKafka(
+        async () => {
+          attempts += 1;
+          throw bug;
+        },
+        {
+          ...fast,
+          timeoutMs: 30000,
+          signal: new AbortController().signal,
+          progress: () => undefined,
+        },
+      ),
+    ).rejects.toBe(bug);
     expect(attempts).toBe(1);
   });
 
@@ -156,14 +194,24 @@ describe('what start-up retries', () => {
     let release: (v: string) => void = () => undefined;
     const discarded: string[] = [];
     let attempts = 0;
-    const waiting = waitForKafka(() => {
-      attempts += 1;
-      if (attempts === 1) return Promise.reject(new KafkaUnavailableError('broker away'));
-      return new Promise<string>((r) => { release = r; });
-    }, {
-      ...fast, timeoutMs: 300, signal: new AbortController().signal, progress: () => undefined,
-      discard: (v) => { discarded.push(v); },
-    });
+    const waiting = waitForKafka(
+      () => {
+        attempts += 1;
+        if (attempts === 1) return Promise.reject(new KafkaUnavailableError('broker away'));
+        return new Promise<string>((r) => {
+          release = r;
+        });
+      },
+      {
+        ...fast,
+        timeoutMs: 300,
+        signal: new AbortController().signal,
+        progress: () => undefined,
+        discard: (v) => {
+          discarded.push(v);
+        },
+      },
+    );
     await expect(waiting).rejects.toThrow(KafkaStartupTimeoutError);
     await expect(waiting).rejects.toThrow(/after 0 s \(KAFKA_STARTUP_TIMEOUT_MS=300\); last error: broker away/);
     release('late service');
@@ -174,7 +222,11 @@ describe('what start-up retries', () => {
   test('an abort (a signal) ends the wait at once', async () => {
     const abort = new AbortController();
     const waiting = waitForKafka(() => Promise.reject(new KafkaUnavailableError('down')), {
-      ...fast, maxDelayMs: 60000, timeoutMs: 120000, signal: abort.signal, progress: () => undefined,
+      ...fast,
+      maxDelayMs: 60000,
+      timeoutMs: 120000,
+      signal: abort.signal,
+      progress: () => undefined,
     });
     setTimeout(() => abort.abort(), 50);
     await expect(waiting).rejects.toThrow(StartupAbortedError);
@@ -183,7 +235,9 @@ describe('what start-up retries', () => {
 
 describe('the data folder lock', () => {
   let dir: string;
-  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'hookstream-lock-')); });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'hookstream-lock-'));
+  });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   test('holds the pid; a second claim is refused; release frees it', () => {
@@ -203,7 +257,11 @@ describe('the data folder lock', () => {
       const pid = other.pid as number;
       writeFileSync(file, `${pid}\n`);
       let refused: unknown;
-      try { acquirePidLock(file); } catch (err) { refused = err; }
+      try {
+        acquirePidLock(file);
+      } catch (err) {
+        refused = err;
+      }
       expect(refused).toBeInstanceOf(LockHeldError);
       expect((refused as LockHeldError).pid).toBe(pid);
 
@@ -226,38 +284,47 @@ describe('a patient start', () => {
     if (!existsSync(MAIN)) throw new Error('dist/ is missing: `npm test` builds it first (or run `npm run build`)');
   });
 
-  withJava('a role started before its broker prints waiting lines, then starts once the broker is up', async () => {
-    const port = await freePort();
-    const app = run(['api'], roleEnv(`127.0.0.1:${port}`));
-    let broker: LocalBroker | undefined;
-    try {
-      const waiting = new RegExp(
-        `waiting for Kafka at 127\\.0\\.0\\.1:${port} \\((\\d+) s so far; last error: [^\\n]*ECONNREFUSED`,
-      );
-      const lines = await app.waitFor(waiting, 30000, 2);
-      expect(Number(lines[1][1])).toBeGreaterThan(Number(lines[0][1]));
-      broker = await startLocalBroker({
-        cacheDir: loadConfig({}).cacheDir, persistent: false, port, startTimeoutMs: 60000,
-      });
-      const [banner] = await app.waitFor(/hookstream is running[^]*API: +(http:\/\/\S+)/, 60000);
-      const res = await fetch(`${banner[1]}/health/ready`);
-      expect(res.status).toBe(200);
-      app.child.kill('SIGTERM');
-      expect(await app.exited).toBe(0);
-    } finally {
-      app.child.kill('SIGKILL');
-      await broker?.stop();
-    }
-  }, 90000);
+  withJava(
+    'a role started before its broker prints waiting lines, then starts once the broker is up',
+    async () => {
+      const port = await freePort();
+      const app = run(['api'], roleEnv(`127.0.0.1:${port}`));
+      let broker: LocalBroker | undefined;
+      try {
+        const waiting = new RegExp(
+          `waiting for Kafka at 127\\.0\\.0\\.1:${port} \\((\\d+) s so far; last error: [^\\n]*ECONNREFUSED`,
+        );
+        const lines = await app.waitFor(waiting, 30000, 2);
+        expect(Number(lines[1][1])).toBeGreaterThan(Number(lines[0][1]));
+        broker = await startLocalBroker({
+          cacheDir: loadConfig({}).cacheDir,
+          persistent: false,
+          port,
+          startTimeoutMs: 60000,
+        });
+        const [banner] = await app.waitFor(/hookstream is running[^]*API: +(http:\/\/\S+)/, 60000);
+        const res = await fetch(`${banner[1]}/health/ready`);
+        expect(res.status).toBe(200);
+        app.child.kill('SIGTERM');
+        expect(await app.exited).toBe(0);
+      } finally {
+        app.child.kill('SIGKILL');
+        await broker?.stop();
+      }
+    },
+    90000,
+  );
 
   test('with no broker, it exits 1 with one message when KAFKA_STARTUP_TIMEOUT_MS passes', async () => {
     const port = await freePort();
     const app = run(['runner'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '3000' }));
     expect(await app.exitWithin(60000)).toBe(1);
-    expect(app.output()).toMatch(new RegExp(
-      `hookstream: gave up waiting for Kafka at 127\\.0\\.0\\.1:${port} after 3 s ` +
-        '\\(KAFKA_STARTUP_TIMEOUT_MS=3000\\); last error: .*ECONNREFUSED',
-    ));
+    expect(app.output()).toMatch(
+      new RegExp(
+        `hookstream: gave up waiting for Kafka at 127\\.0\\.0\\.1:${port} after 3 s ` +
+          '\\(KAFKA_STARTUP_TIMEOUT_MS=3000\\); last error: .*ECONNREFUSED',
+      ),
+    );
     expect(app.output()).not.toMatch(/\n\s+at /);
     expect(app.output()).not.toContain('hookstream is running');
   }, 70000);
@@ -290,44 +357,52 @@ describe('a patient start', () => {
     }
   }, 70000);
 
-  withJava('a second embedded start on one cache folder exits 1 at once, naming the first, which runs on', async () => {
-    const cacheDir = cacheWithSharedJars('lock');
-    const env = { HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
-    const lockFile = join(cacheDir, 'data', 'default', 'hookstream.lock');
-    const first = run([], env);
-    try {
-      const deadline = Date.now() + 30000;
-      while (!existsSync(lockFile) && Date.now() < deadline && first.child.exitCode === null) {
-        await new Promise((r) => setTimeout(r, 50));
+  withJava(
+    'a second embedded start on one cache folder exits 1 at once, naming the first, which runs on',
+    async () => {
+      const cacheDir = cacheWithSharedJars('lock');
+      const env = { HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+      const lockFile = join(cacheDir, 'data', 'default', 'hookstream.lock');
+      const first = run([], env);
+      try {
+        const deadline = Date.now() + 30000;
+        while (!existsSync(lockFile) && Date.now() < deadline && first.child.exitCode === null) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(readFileSync(lockFile, 'utf8').split('\n')[0]).toBe(String(first.child.pid));
+
+        const second = run([], env);
+        expect(await second.exitWithin(30000)).toBe(1);
+        const named = `hookstream: Another hookstream \\(pid ${first.child.pid}\\) is already running the embedded Kafka`;
+        expect(second.output()).toMatch(new RegExp(named));
+        expect(second.output()).not.toMatch(/\n\s+at /);
+
+        const running = /hookstream is running[^]*API: +(http:\/\/\S+)[^]*Kafka: +127\.0\.0\.1:(\d+)/;
+        const [banner] = await first.waitFor(running, 80000);
+        expect((await fetch(`${banner[1]}/health/ready`)).status).toBe(200);
+        // The second start left the first's settings alone.
+        const [savedPort] = JSON.parse(
+          readFileSync(join(cacheDir, 'data', 'default', 'ports.json'), 'utf8'),
+        ) as number[];
+        expect(savedPort).toBe(Number(banner[2]));
+        first.child.kill('SIGINT');
+        expect(await first.exited).toBe(0);
+        expect(existsSync(lockFile)).toBe(false);
+      } finally {
+        first.child.kill('SIGKILL');
+        rmSync(cacheDir, { recursive: true, force: true });
       }
-      expect(readFileSync(lockFile, 'utf8').split('\n')[0]).toBe(String(first.child.pid));
+    },
+    90000,
+  );
 
-      const second = run([], env);
-      expect(await second.exitWithin(30000)).toBe(1);
-      const named = `hookstream: Another hookstream \\(pid ${first.child.pid}\\) is already running the embedded Kafka`;
-      expect(second.output()).toMatch(new RegExp(named));
-      expect(second.output()).not.toMatch(/\n\s+at /);
-
-      const running = /hookstream is running[^]*API: +(http:\/\/\S+)[^]*Kafka: +127\.0\.0\.1:(\d+)/;
-      const [banner] = await first.waitFor(running, 80000);
-      expect((await fetch(`${banner[1]}/health/ready`)).status).toBe(200);
-      // The second start left the first's settings alone.
-      const [savedPort] = JSON.parse(readFileSync(join(cacheDir, 'data', 'default', 'ports.json'), 'utf8')) as number[];
-      expect(savedPort).toBe(Number(banner[2]));
-      first.child.kill('SIGINT');
-      expect(await first.exited).toBe(0);
-      expect(existsSync(lockFile)).toBe(false);
-    } finally {
-      first.child.kill('SIGKILL');
-      rmSync(cacheDir, { recursive: true, force: true });
-    }
-  }, 90000);
-
-  withJava('the embedded broker starts on another port when its port is taken before the JVM binds it', async () => {
-    const cacheDir = cacheWithSharedJars('race');
-    const preferred = await freePort();
-    // Another process takes the port once the broker has chosen it (its properties name it) but before the JVM binds.
-    const grab = `
+  withJava(
+    'the embedded broker starts on another port when its port is taken before the JVM binds it',
+    async () => {
+      const cacheDir = cacheWithSharedJars('race');
+      const preferred = await freePort();
+      // Another process takes the port once the broker has chosen it (its properties name it) but before the JVM binds.
+      const grab = `
       const fs = require('fs'); const net = require('net'); const path = require('path');
       const data = ${JSON.stringify(join(cacheDir, 'data'))};
       const chosen = () => (fs.existsSync(data) ? fs.readdirSync(data) : []).some((d) => {
@@ -343,26 +418,36 @@ describe('a patient start', () => {
         s.once('error', () => { console.log('busy'); process.exit(1); });
         s.listen(${preferred}, '127.0.0.1', () => console.log('bound'));
       }, 5);`;
-    const grabber = spawn(process.execPath, ['-e', grab], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let grabbed = '';
-    grabber.stdout.on('data', (d: Buffer) => { grabbed += d.toString(); });
-    let broker: LocalBroker | undefined;
-    try {
-      broker = await startLocalBroker({ cacheDir, persistent: false, preferredPort: preferred, startTimeoutMs: 70000 });
-      expect(grabbed.trim()).toBe('bound');
-      const port = Number(broker.bootstrap.split(':')[1]);
-      expect(port).not.toBe(preferred);
-      expect(await accepts(port)).toBe(true);
-      expect(readFileSync(broker.logFile, 'utf8')).toContain('Kafka Server started');
-    } finally {
-      grabber.kill('SIGKILL');
-      await broker?.stop();
-      rmSync(cacheDir, { recursive: true, force: true });
-    }
-  }, 90000);
+      const grabber = spawn(process.execPath, ['-e', grab], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let grabbed = '';
+      grabber.stdout.on('data', (d: Buffer) => {
+        grabbed += d.toString();
+      });
+      let broker: LocalBroker | undefined;
+      try {
+        broker = await startLocalBroker({
+          cacheDir,
+          persistent: false,
+          preferredPort: preferred,
+          startTimeoutMs: 70000,
+        });
+        expect(grabbed.trim()).toBe('bound');
+        const port = Number(broker.bootstrap.split(':')[1]);
+        expect(port).not.toBe(preferred);
+        expect(await accepts(port)).toBe(true);
+        expect(readFileSync(broker.logFile, 'utf8')).toContain('Kafka Server started');
+      } finally {
+        grabber.kill('SIGKILL');
+        await broker?.stop();
+        rmSync(cacheDir, { recursive: true, force: true });
+      }
+    },
+    90000,
+  );
 
   test('the broker log tells a taken port, and which, from other failures', () => {
-    const bind = '[main] ERROR kafka.network.DataPlaneAcceptor - Unable to start acceptor for PLAINTEXT\n' +
+    const bind =
+      '[main] ERROR kafka.network.DataPlaneAcceptor - Unable to start acceptor for PLAINTEXT\n' +
       'org.apache.kafka.common.KafkaException: ' +
       'Socket server failed to bind to 127.0.0.1:9092: Address already in use.\n' +
       'Caused by: java.net.BindException: Address already in use';

@@ -11,10 +11,16 @@ import { uniquePrefix } from '../support/test-service';
 const DIST = join(__dirname, '../../dist/src');
 const hasJava = (javaMajorVersion() ?? 0) >= 17;
 const withJava = hasJava ? test : test.skip;
-if (!hasJava) console.warn('embedded-broker lifecycle tests skipped: they start brokers from the Kafka jars, which needs Java 17+');
+if (!hasJava)
+  console.warn('embedded-broker lifecycle tests skipped: they start brokers from the Kafka jars, which needs Java 17+');
 
 const alive = (pid: number) => spawnSync('kill', ['-0', String(pid)]).status === 0;
-const javaChildOf = (pid: number) => Number(spawnSync('pgrep', ['-P', String(pid), 'java'], { encoding: 'utf8' }).stdout.trim().split('\n')[0]);
+const javaChildOf = (pid: number) =>
+  Number(
+    spawnSync('pgrep', ['-P', String(pid), 'java'], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n')[0],
+  );
 
 async function gone(pid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -26,10 +32,17 @@ async function gone(pid: number, timeoutMs: number): Promise<boolean> {
 }
 
 function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const waitFor = async (text: string | RegExp, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs;
@@ -46,47 +59,66 @@ function run(args: string[], env: Record<string, string>) {
 
 describe('process lifecycle', () => {
   beforeAll(() => {
-    if (!existsSync(join(DIST, 'main.js'))) throw new Error('dist/ is missing: `npm test` builds it first (or run `npm run build`)');
+    if (!existsSync(join(DIST, 'main.js')))
+      throw new Error('dist/ is missing: `npm test` builds it first (or run `npm run build`)');
   });
 
-  withJava('a crashed parent (SIGKILL) leaves no orphaned Kafka JVM', async () => {
-    const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-orphan-'));
-    const script = `require(${JSON.stringify(join(DIST, 'embedded-kafka/local-broker.js'))}).startLocalBroker({ cacheDir: ${JSON.stringify(cacheDir)}, persistent: false })` +
-      '.then((b) => { console.log("watchdog=" + b.pid); setInterval(() => {}, 1000); });';
-    const parent = run(['-e', script], {});
-    try {
-      const [, watchdog] = (await parent.waitFor(/watchdog=(\d+)/, 120000)) as RegExpExecArray;
-      const java = javaChildOf(Number(watchdog));
-      expect(java).toBeGreaterThan(0);
-      parent.child.kill('SIGKILL');
-      expect(await gone(java, 30000)).toBe(true);
-    } finally {
-      parent.child.kill('SIGKILL');
-      rmSync(cacheDir, { recursive: true, force: true });
-    }
-  }, 180000);
+  withJava(
+    'a crashed parent (SIGKILL) leaves no orphaned Kafka JVM',
+    async () => {
+      const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-orphan-'));
+      const script =
+        `require(${JSON.stringify(join(DIST, 'embedded-kafka/local-broker.js'))}).startLocalBroker({ cacheDir: ${JSON.stringify(cacheDir)}, persistent: false })` +
+        '.then((b) => { console.log("watchdog=" + b.pid); setInterval(() => {}, 1000); });';
+      const parent = run(['-e', script], {});
+      try {
+        const [, watchdog] = (await parent.waitFor(/watchdog=(\d+)/, 120000)) as RegExpExecArray;
+        const java = javaChildOf(Number(watchdog));
+        expect(java).toBeGreaterThan(0);
+        parent.child.kill('SIGKILL');
+        expect(await gone(java, 30000)).toBe(true);
+      } finally {
+        parent.child.kill('SIGKILL');
+        rmSync(cacheDir, { recursive: true, force: true });
+      }
+    },
+    180000,
+  );
 
-  withJava('`npm start` on the embedded default: prints URL, key and bootstrap; Ctrl-C stops it and its broker, exit 0', async () => {
-    const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-start-'));
-    const app = run([join(DIST, 'main.js')], { HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
-    try {
-      await app.waitFor('hookstream is running', 180000);
-      const out = app.output();
-      const url = /API: +(http:\/\/\S+)/.exec(out)?.[1] as string;
-      const key = /API key[^:]*: (\S+)/.exec(out)?.[1] as string;
-      expect(out).toMatch(/Kafka: +127\.0\.0\.1:\d+ \(embedded Apache Kafka 4\.1\.1\)/);
-      const res = await fetch(`${url}/orders`, { headers: { authorization: `Bearer ${key}` } });
-      expect(res.status).toBe(200);
-      const java = Number(spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' }).stdout.trim().split('\n')[0]);
-      expect(java).toBeGreaterThan(0);
-      app.child.kill('SIGINT');
-      expect(await app.exited).toBe(0);
-      expect(await gone(java, 30000)).toBe(true);
-    } finally {
-      app.child.kill('SIGKILL');
-      rmSync(cacheDir, { recursive: true, force: true });
-    }
-  }, 300000);
+  withJava(
+    '`npm start` on the embedded default: prints URL, key and bootstrap; Ctrl-C stops it and its broker, exit 0',
+    async () => {
+      const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-start-'));
+      const app = run([join(DIST, 'main.js')], {
+        HOOKSTREAM_CACHE_DIR: cacheDir,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+      });
+      try {
+        await app.waitFor('hookstream is running', 180000);
+        const out = app.output();
+        const url = /API: +(http:\/\/\S+)/.exec(out)?.[1] as string;
+        const key = /API key[^:]*: (\S+)/.exec(out)?.[1] as string;
+        expect(out).toMatch(/Kafka: +127\.0\.0\.1:\d+ \(embedded Apache Kafka 4\.1\.1\)/);
+        const res = await fetch(`${url}/orders`, { headers: { authorization: `Bearer ${key}` } });
+        expect(res.status).toBe(200);
+        const java = Number(
+          spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' })
+            .stdout.trim()
+            .split('\n')[0],
+        );
+        expect(java).toBeGreaterThan(0);
+        app.child.kill('SIGINT');
+        expect(await app.exited).toBe(0);
+        expect(await gone(java, 30000)).toBe(true);
+      } finally {
+        app.child.kill('SIGKILL');
+        rmSync(cacheDir, { recursive: true, force: true });
+      }
+    },
+    300000,
+  );
 
   withJava('storage is formatted even when the random cluster id starts with "-"', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookstream-format-'));
@@ -131,7 +163,11 @@ describe('process lifecycle', () => {
 
   test('EMBEDDED_KAFKA=false (the image) without KAFKA_BROKERS says to set it, and nothing of Java', async () => {
     const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-noembedded-'));
-    const app = run([join(DIST, 'main.js'), 'api'], { EMBEDDED_KAFKA: 'false', HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0' });
+    const app = run([join(DIST, 'main.js'), 'api'], {
+      EMBEDDED_KAFKA: 'false',
+      HOOKSTREAM_CACHE_DIR: cacheDir,
+      PORT: '0',
+    });
     expect(await app.exited).toBe(1);
     expect(app.output()).toContain('set KAFKA_BROKERS=host:port');
     expect(app.output()).not.toMatch(/java|maven|\n\s+at /i);

@@ -15,8 +15,12 @@ describe('a chain of writes on the real broker', () => {
 
   beforeAll(async () => {
     kafka = await connectKafka({
-      brokers: testBrokers(), topicPrefix: uniquePrefix('write-chain'), partitions: 1, timeoutMs: 10000,
-      processName: 'test', logger: createLogger('silent'),
+      brokers: testBrokers(),
+      topicPrefix: uniquePrefix('write-chain'),
+      partitions: 1,
+      timeoutMs: 10000,
+      processName: 'test',
+      logger: createLogger('silent'),
     });
   });
   afterAll(() => kafka.close());

@@ -60,7 +60,11 @@ test('a traceparent on POST /tasks reaches the task request, every task event an
   // accepted, started, 2 × progress, succeeded
   const callbacks = await receiver.waitFor(5);
   expect(callbacks.map((c) => c.json.event)).toEqual([
-    'task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.succeeded',
+    'task.accepted',
+    'task.started',
+    'task.progress',
+    'task.progress',
+    'task.succeeded',
   ]);
   for (const c of callbacks) expect(traceIdOf(c.headers.traceparent as string)).toBe(TRACE_ID);
   const requests = await recordTraces(service.kafka.topics.taskRequests, taskId, 1);

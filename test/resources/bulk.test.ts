@@ -22,7 +22,13 @@ describe('atomic bulk operations', () => {
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(res.body.type).toBe('https://hookstream.dev/problems/bulk-failed');
     expect(res.body.errors).toHaveLength(1);
-    expect(res.body.errors[0]).toMatchObject({ instance: '/orders/1', status: 400, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+    expect(res.body.errors[0]).toMatchObject({
+      instance: '/orders/1',
+      status: 400,
+      type: expect.any(String),
+      title: expect.any(String),
+      detail: expect.any(String),
+    });
     expect(res.body.errors[0].errors[0].instance).toBe('/itemCount');
     expect(await total()).toBe(before);
   });
@@ -37,21 +43,35 @@ describe('atomic bulk operations', () => {
   });
 
   test('bulk update changes every listed resource, or none when one element fails', async () => {
-    const created = (await http(base, '/orders', { body: { order: [order(1, 20), order(1, 21)] } })).body._embedded.orders;
+    const created = (await http(base, '/orders', { body: { order: [order(1, 20), order(1, 21)] } })).body._embedded
+      .orders;
     const [a, b] = created.map((o: { _links: { self: { href: string } } }) => o._links.self.href);
-    const failing = await http(base, '/orders', { method: 'PATCH', body: { order: [
-      { _links: { self: { href: a } }, status: 'paid' },
-      { _links: { self: { href: '/orders/does-not-exist' } }, status: 'paid' },
-      { _links: { self: { href: b } }, itemCount: 0 },
-    ] } });
+    const failing = await http(base, '/orders', {
+      method: 'PATCH',
+      body: {
+        order: [
+          { _links: { self: { href: a } }, status: 'paid' },
+          { _links: { self: { href: '/orders/does-not-exist' } }, status: 'paid' },
+          { _links: { self: { href: b } }, itemCount: 0 },
+        ],
+      },
+    });
     expect(failing.status).toBe(400);
-    expect(failing.body.errors.map((e: { instance: string; status: number }) => [e.instance, e.status])).toEqual([['/orders/1', 404], ['/orders/2', 400]]);
+    expect(failing.body.errors.map((e: { instance: string; status: number }) => [e.instance, e.status])).toEqual([
+      ['/orders/1', 404],
+      ['/orders/2', 400],
+    ]);
     expect((await http(base, a)).body.status).toBe('open');
 
-    const ok = await http(base, '/orders', { method: 'PATCH', body: { order: [
-      { _links: { self: { href: a } }, status: 'paid' },
-      { _links: { self: { href: b } }, itemCount: 9 },
-    ] } });
+    const ok = await http(base, '/orders', {
+      method: 'PATCH',
+      body: {
+        order: [
+          { _links: { self: { href: a } }, status: 'paid' },
+          { _links: { self: { href: b } }, itemCount: 9 },
+        ],
+      },
+    });
     expect(ok.status).toBe(200);
     expect((await http(base, a)).body.status).toBe('paid');
     expect((await http(base, b)).body.itemCount).toBe(9);
@@ -65,7 +85,9 @@ describe('atomic bulk operations', () => {
 
   test('non-atomic only on opt-in: a partial failure is 4xx with errors and processed, and the successes exist', async () => {
     const before = await total();
-    const res = await http(base, '/orders?atomic=false', { body: { order: [order(5, 30), order('42', 31), order(6, 32)] } });
+    const res = await http(base, '/orders?atomic=false', {
+      body: { order: [order(5, 30), order('42', 31), order(6, 32)] },
+    });
     expect(res.status).toBe(400);
     expect(res.body.type).toBe('https://hookstream.dev/problems/bulk-partially-failed');
     expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/orders/1']);

@@ -40,7 +40,10 @@ test('POST /orders: the repeat answers 201 with the same order and Location; one
 test('a bulk POST /orders repeats as one: the same orders, created once', async () => {
   const key = randomUUID();
   const bulk = {
-    order: [{ orderNumber: 7101, itemCount: 1, status: 'open' }, { orderNumber: 7102, itemCount: 2, status: 'paid' }],
+    order: [
+      { orderNumber: 7101, itemCount: 1, status: 'open' },
+      { orderNumber: 7102, itemCount: 2, status: 'paid' },
+    ],
   };
   const before = await total('/orders');
   const first = await keyed('/orders', key, bulk);
@@ -54,7 +57,10 @@ test('a bulk POST /orders repeats as one: the same orders, created once', async 
 test('a non-atomic bulk that partly failed repeats its 400 with the same processed orders; an atomic failure keeps nothing', async () => {
   const key = randomUUID();
   const bulk = {
-    order: [{ orderNumber: 7201, itemCount: 1, status: 'open' }, { orderNumber: 7202, itemCount: -1, status: 'open' }],
+    order: [
+      { orderNumber: 7201, itemCount: 1, status: 'open' },
+      { orderNumber: 7202, itemCount: -1, status: 'open' },
+    ],
   };
   const before = await total('/orders');
   const first = await keyed('/orders', key, bulk, '?atomic=false');

@@ -7,7 +7,9 @@ describe('resources stored in Kafka', () => {
 
   test('after an api restart every resource is still there', async () => {
     const first = await startTestService(prefix, { role: 'api' });
-    const created = await http(first.url as string, '/orders', { body: { orderNumber: 1, itemCount: 3, status: 'open', author: 'u-grace' } });
+    const created = await http(first.url as string, '/orders', {
+      body: { orderNumber: 1, itemCount: 3, status: 'open', author: 'u-grace' },
+    });
     const href = created.headers.get('location') as string;
     await http(first.url as string, href, { method: 'PATCH', body: { status: 'paid' } });
     await first.stop();
@@ -26,8 +28,17 @@ describe('resources stored in Kafka', () => {
     const a = await startTestService(prefix, { role: 'api' });
     const b = await startTestService(prefix, { role: 'api' });
     try {
-      const created = await http(a.url as string, '/orders', { body: { order: [{ orderNumber: 2, itemCount: 1, status: 'open' }, { orderNumber: 3, itemCount: 1, status: 'open' }] } });
-      const hrefs = created.body._embedded.orders.map((o: { _links: { self: { href: string } } }) => o._links.self.href);
+      const created = await http(a.url as string, '/orders', {
+        body: {
+          order: [
+            { orderNumber: 2, itemCount: 1, status: 'open' },
+            { orderNumber: 3, itemCount: 1, status: 'open' },
+          ],
+        },
+      });
+      const hrefs = created.body._embedded.orders.map(
+        (o: { _links: { self: { href: string } } }) => o._links.self.href,
+      );
       const deadline = Date.now() + 10000;
       let seen: number[] = [];
       while (Date.now() < deadline) {

@@ -14,7 +14,12 @@ const receivers: Receiver[] = [];
 beforeAll(async () => {
   service = await startTestService(uniquePrefix('callbacks'), {
     role: 'all',
-    env: { CALLBACK_BACKOFF_BASE_MS: '200', CALLBACK_BACKOFF_MAX_MS: '4000', CALLBACK_MAX_ATTEMPTS: '4', CALLBACK_TIMEOUT_MS: '2000' },
+    env: {
+      CALLBACK_BACKOFF_BASE_MS: '200',
+      CALLBACK_BACKOFF_MAX_MS: '4000',
+      CALLBACK_MAX_ATTEMPTS: '4',
+      CALLBACK_TIMEOUT_MS: '2000',
+    },
   });
   base = service.url;
 });
@@ -35,7 +40,6 @@ async function subscribe(body: Record<string, unknown>, key?: string) {
   return res;
 }
 
-
 const subscriptionState = (id: string) => http(base, `/subscriptions/${id}`).then((r) => r.body);
 const order = (n: number) => ({ orderNumber: n, itemCount: 1, status: 'open' });
 /*
@@ -50,21 +54,33 @@ describe('the subscriptions API', () => {
     const r = await receiver();
     const res = await subscribe({ callbackUrl: `${r.url}/hook`, mode: 'continuous', events: ['order.created'] });
     expect(res.headers.get('location')).toBe(`/subscriptions/${res.body.UUID}`);
-    expect(res.body).toMatchObject({ _links: { self: { href: `/subscriptions/${res.body.UUID}` } }, status: 'active', mode: 'continuous' });
+    expect(res.body).toMatchObject({
+      _links: { self: { href: `/subscriptions/${res.body.UUID}` } },
+      status: 'active',
+      mode: 'continuous',
+    });
     expect(res.body.secret).toMatch(/^whsec_/);
     expect(typeof res.body.message).toBe('string');
     const got = await http(base, `/subscriptions/${res.body.UUID}`);
     expect(got.body).toMatchObject({ UUID: res.body.UUID, status: 'active', counts: { attempts: 0 } });
     expect(got.body.secret).toBeUndefined();
-    expect((await http(base, '/subscriptions')).body._embedded.subscriptions.map((s: { UUID: string }) => s.UUID)).toContain(res.body.UUID);
+    expect(
+      (await http(base, '/subscriptions')).body._embedded.subscriptions.map((s: { UUID: string }) => s.UUID),
+    ).toContain(res.body.UUID);
     expect((await http(base, `/subscriptions/${res.body.UUID}`, { key: TENANT_B_KEY })).status).toBe(404);
   });
 
   test('an invalid subscription body is 400 with pointers; an unknown task is 400 /taskId', async () => {
-    const bad = await http(base, '/subscriptions', { body: { callbackUrl: 'http://127.0.0.1:1/x', mode: 'sometimes', events: ['nope'] } });
+    const bad = await http(base, '/subscriptions', {
+      body: { callbackUrl: 'http://127.0.0.1:1/x', mode: 'sometimes', events: ['nope'] },
+    });
     expect(bad.status).toBe(400);
-    expect(bad.body.errors.map((e: { instance: string }) => e.instance)).toEqual(expect.arrayContaining(['/mode', '/events/0']));
-    const noTask = await http(base, '/subscriptions', { body: { callbackUrl: 'http://127.0.0.1:1/x', mode: 'once', taskId: 'missing' } });
+    expect(bad.body.errors.map((e: { instance: string }) => e.instance)).toEqual(
+      expect.arrayContaining(['/mode', '/events/0']),
+    );
+    const noTask = await http(base, '/subscriptions', {
+      body: { callbackUrl: 'http://127.0.0.1:1/x', mode: 'once', taskId: 'missing' },
+    });
     expect(noTask.status).toBe(400);
     expect(noTask.body.errors[0].instance).toBe('/taskId');
   });
@@ -72,12 +88,16 @@ describe('the subscriptions API', () => {
   test('a callbackUrl that is not absolute http(s) or carries credentials is 403 with an errors[] entry for /callbackUrl; nothing is created', async () => {
     const before = (await http(base, '/subscriptions')).body.total;
     for (const callbackUrl of ['ftp://example.com/x', '/relative', 'http://user:pw@127.0.0.1:1/x']) {
-      const res = await http(base, '/subscriptions', { body: { callbackUrl, mode: 'once', events: ['order.created'] } });
+      const res = await http(base, '/subscriptions', {
+        body: { callbackUrl, mode: 'once', events: ['order.created'] },
+      });
       expect(res.status).toBe(403);
       expect(res.body.type).toBe('https://hookstream.dev/problems/subscription-rejected');
       expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/callbackUrl' })]);
     }
-    const task = await http(base, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: 'gopher://x' } });
+    const task = await http(base, '/tasks', {
+      body: { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: 'gopher://x' },
+    });
     expect(task.status).toBe(403);
     expect((await http(base, '/subscriptions')).body.total).toBe(before);
   });
@@ -85,13 +105,21 @@ describe('the subscriptions API', () => {
   test('cancel: PUT answers 202 {_links.self, UUID, message}, is repeatable; a different body UUID is 403; unknown is 404', async () => {
     const r = await receiver();
     const { body } = await subscribe({ callbackUrl: `${r.url}/x`, mode: 'continuous', events: ['order.deleted'] });
-    expect((await http(base, `/subscriptions/${body.UUID}`, { method: 'PUT', body: { UUID: 'someone-else' } })).status).toBe(403);
+    expect(
+      (await http(base, `/subscriptions/${body.UUID}`, { method: 'PUT', body: { UUID: 'someone-else' } })).status,
+    ).toBe(403);
     for (let i = 0; i < 2; i++) {
       const res = await http(base, `/subscriptions/${body.UUID}`, { method: 'PUT' });
       expect(res.status).toBe(202);
-      expect(res.body).toEqual({ _links: { self: { href: `/subscriptions/${body.UUID}` } }, UUID: body.UUID, message: expect.any(String) });
+      expect(res.body).toEqual({
+        _links: { self: { href: `/subscriptions/${body.UUID}` } },
+        UUID: body.UUID,
+        message: expect.any(String),
+      });
     }
-    expect((await http(base, `/subscriptions/${body.UUID}`, { method: 'PUT', body: { UUID: body.UUID } })).status).toBe(202);
+    expect((await http(base, `/subscriptions/${body.UUID}`, { method: 'PUT', body: { UUID: body.UUID } })).status).toBe(
+      202,
+    );
     expect((await subscriptionState(body.UUID)).status).toBe('cancelled');
     expect((await http(base, '/subscriptions/unknown', { method: 'PUT' })).status).toBe(404);
   });
@@ -100,7 +128,9 @@ describe('the subscriptions API', () => {
 describe('callbacks', () => {
   test('a callbackUrl in POST /tasks subscribes once: exactly one callback, the final outcome, signed per Standard Webhooks; then cancelled', async () => {
     const r = await receiver();
-    const task = await http(base, '/tasks', { body: { type: 'countdown', input: { steps: 3, stepMs: 20 }, callbackUrl: `${r.url}/done?x=1` } });
+    const task = await http(base, '/tasks', {
+      body: { type: 'countdown', input: { steps: 3, stepMs: 20 }, callbackUrl: `${r.url}/done?x=1` },
+    });
     expect(task.status).toBe(202);
     const subHref = task.body._links.subscription.href as string;
     const [cb] = await r.waitFor(1);
@@ -109,12 +139,26 @@ describe('callbacks', () => {
     expect(cb.path).toBe('/done?x=1');
     expect(cb.headers['content-type']).toBe('application/json');
     // Callback links are absolute (PUBLIC_URL, else the api's own address), so a receiver can follow them.
-    expect(cb.json).toMatchObject({ _links: { self: { href: `${base}${subHref}` }, task: { href: `${base}/tasks/${task.body.taskId}` } }, UUID: subHref.split('/').pop(), event: 'task.succeeded', taskId: task.body.taskId, data: { result: { steps: 3 } } });
+    expect(cb.json).toMatchObject({
+      _links: { self: { href: `${base}${subHref}` }, task: { href: `${base}/tasks/${task.body.taskId}` } },
+      UUID: subHref.split('/').pop(),
+      event: 'task.succeeded',
+      taskId: task.body.taskId,
+      data: { result: { steps: 3 } },
+    });
     await until(async () => ((await http(base, subHref)).body.status === 'cancelled' ? true : undefined));
-    expect((await http(base, subHref)).body).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once', counts: { delivered: 1 } });
+    expect((await http(base, subHref)).body).toMatchObject({
+      status: 'cancelled',
+      cancelReason: 'delivered-once',
+      counts: { delivered: 1 },
+    });
     expect(cb.headers['webhook-id']).toMatch(/^msg_/);
     const embedded = await http(base, `/tasks/${task.body.taskId}?embedded=subscription&fields=_embedded`);
-    expect(embedded.body._embedded.subscription).toMatchObject({ UUID: subHref.split('/').pop(), status: 'cancelled', _links: { self: { href: subHref } } });
+    expect(embedded.body._embedded.subscription).toMatchObject({
+      UUID: subHref.split('/').pop(),
+      status: 'cancelled',
+      _links: { self: { href: subHref } },
+    });
     expect(embedded.body._embedded.subscription.secret).toBeUndefined();
   });
 
@@ -124,12 +168,18 @@ describe('callbacks', () => {
     await http(base, '/orders', { body: order(1) });
     const [cb] = await r.waitFor(1);
     const verified = new Webhook(sub.body.secret).verify(cb.body, {
-      'webhook-id': String(cb.headers['webhook-id']), 'webhook-timestamp': String(cb.headers['webhook-timestamp']), 'webhook-signature': String(cb.headers['webhook-signature']),
+      'webhook-id': String(cb.headers['webhook-id']),
+      'webhook-timestamp': String(cb.headers['webhook-timestamp']),
+      'webhook-signature': String(cb.headers['webhook-signature']),
     });
     expect(verified).toMatchObject({ event: 'order.created', UUID: sub.body.UUID });
-    expect(() => new Webhook(sub.body.secret).verify(cb.body.replace('order', 'odder'), {
-      'webhook-id': String(cb.headers['webhook-id']), 'webhook-timestamp': String(cb.headers['webhook-timestamp']), 'webhook-signature': String(cb.headers['webhook-signature']),
-    })).toThrow();
+    expect(() =>
+      new Webhook(sub.body.secret).verify(cb.body.replace('order', 'odder'), {
+        'webhook-id': String(cb.headers['webhook-id']),
+        'webhook-timestamp': String(cb.headers['webhook-timestamp']),
+        'webhook-signature': String(cb.headers['webhook-signature']),
+      }),
+    ).toThrow();
   });
 
   test('once with event kinds: concurrent events never produce a second accepted callback', async () => {
@@ -141,12 +191,25 @@ describe('callbacks', () => {
     expect(r.received).toHaveLength(1);
   });
 
-  test('continuous gets every matching event in order, then none after the cancel\'s 202', async () => {
+  test("continuous gets every matching event in order, then none after the cancel's 202", async () => {
     const r = await receiver();
-    const task = await http(base, '/tasks', { body: { type: 'countdown', input: { steps: 3, stepMs: 10 }, callbackUrl: `${r.url}/all`, mode: 'continuous' } });
+    const task = await http(base, '/tasks', {
+      body: { type: 'countdown', input: { steps: 3, stepMs: 10 }, callbackUrl: `${r.url}/all`, mode: 'continuous' },
+    });
     const events = await r.waitFor(6);
-    expect(events.map((e) => e.json.event)).toEqual(['task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.progress', 'task.succeeded']);
-    const sub = await subscribe({ callbackUrl: `${r.url}/orders`, mode: 'continuous', events: ['order.created', 'order.updated'] });
+    expect(events.map((e) => e.json.event)).toEqual([
+      'task.accepted',
+      'task.started',
+      'task.progress',
+      'task.progress',
+      'task.progress',
+      'task.succeeded',
+    ]);
+    const sub = await subscribe({
+      callbackUrl: `${r.url}/orders`,
+      mode: 'continuous',
+      events: ['order.created', 'order.updated'],
+    });
     const created = await http(base, '/orders', { body: { order: [order(1), order(2)] } });
     await r.waitFor(8);
     expect(r.received.slice(6).map((e) => e.json.event)).toEqual(['order.created', 'order.created']);
@@ -167,7 +230,10 @@ describe('callbacks', () => {
       await r.waitFor(1);
       await noMoreWithin(1200);
       expect(r.received).toHaveLength(1);
-      const state = await until(async () => { const s = await subscriptionState(sub.body.UUID); return s.status === 'cancelled' ? s : undefined; });
+      const state = await until(async () => {
+        const s = await subscriptionState(sub.body.UUID);
+        return s.status === 'cancelled' ? s : undefined;
+      });
       expect(state.cancelReason).toBe(status === 403 ? 'refused' : 'gone');
     }
   });
@@ -182,7 +248,12 @@ describe('callbacks', () => {
       const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body;
       return h.total >= 4 ? h : undefined;
     });
-    expect(history.attempts.map((a: { outcome: string; statusCode: number }) => [a.outcome, a.statusCode])).toEqual([['failed', 503], ['failed', 503], ['failed', 503], ['delivered', 200]]);
+    expect(history.attempts.map((a: { outcome: string; statusCode: number }) => [a.outcome, a.statusCode])).toEqual([
+      ['failed', 503],
+      ['failed', 503],
+      ['failed', 503],
+      ['delivered', 200],
+    ]);
     const gaps = got.slice(1).map((g, i) => g.at - got[i].at);
     // Exponential with jitter in [d/2, d], base 200 ms: at least 100, 200, 400 ms, and growing overall.
     expect(gaps[0]).toBeGreaterThanOrEqual(100);
@@ -190,7 +261,9 @@ describe('callbacks', () => {
   });
 
   test('Retry-After is honoured', async () => {
-    const r = await receiver((_req, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 }));
+    const r = await receiver((_req, i) =>
+      i === 0 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 },
+    );
     await subscribe({ callbackUrl: `${r.url}/later`, mode: 'continuous', events: ['order.created'] });
     await http(base, '/orders', { body: order(1) });
     const [first, second] = await r.waitFor(2);
@@ -207,21 +280,35 @@ describe('callbacks', () => {
     }, 30000);
     expect(history.attempts.filter((a: { outcome: string }) => a.outcome === 'failed')).toHaveLength(4);
     expect(r.received).toHaveLength(4);
-    const consumer = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).consumer({ groupId: `dlq-reader-${Date.now()}` });
+    const consumer = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).consumer({
+      groupId: `dlq-reader-${Date.now()}`,
+    });
     await consumer.connect();
     await consumer.subscribe({ topic: service.kafka.topics.callbackDeadLetters, fromBeginning: true });
     const parked = await new Promise<Record<string, unknown>>((resolve) => {
-      void consumer.run({ eachMessage: async ({ message }) => { if (message.key?.toString() === sub.body.UUID) resolve(JSON.parse(message.value?.toString() ?? '{}')); } });
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          if (message.key?.toString() === sub.body.UUID) resolve(JSON.parse(message.value?.toString() ?? '{}'));
+        },
+      });
     });
     await consumer.disconnect();
-    expect(parked).toMatchObject({ subscriptionId: sub.body.UUID, event: 'order.created', attempts: 4, lastError: 'answered 500' });
+    expect(parked).toMatchObject({
+      subscriptionId: sub.body.UUID,
+      event: 'order.created',
+      attempts: 4,
+      lastError: 'answered 500',
+    });
   });
 
   test('a receiver that does not answer in time is a failed attempt, retried', async () => {
     const r = await receiver((_req, i) => (i === 0 ? { status: 200, delayMs: 3000 } : { status: 200 }));
     const sub = await subscribe({ callbackUrl: `${r.url}/sleepy`, mode: 'continuous', events: ['order.created'] });
     await http(base, '/orders', { body: order(1) });
-    const history = await until(async () => { const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body; return h.total >= 2 ? h : undefined; });
+    const history = await until(async () => {
+      const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body;
+      return h.total >= 2 ? h : undefined;
+    });
     expect(history.attempts[0]).toMatchObject({ outcome: 'failed' });
     expect(history.attempts[0].statusCode).toBeUndefined();
     expect(history.attempts[0].latencyMs).toBeGreaterThanOrEqual(1900);
@@ -234,7 +321,10 @@ describe('callbacks', () => {
     await r.stop();
     const sub = await subscribe({ callbackUrl: `${url}/closed`, mode: 'continuous', events: ['order.created'] });
     await http(base, '/orders', { body: order(1) });
-    const history = await until(async () => { const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body; return h.total >= 2 ? h : undefined; });
+    const history = await until(async () => {
+      const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body;
+      return h.total >= 2 ? h : undefined;
+    });
     expect(history.attempts[0]).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/ECONNREFUSED/) });
     expect(history.attempts[1].attempt).toBe(2);
     await http(base, `/subscriptions/${sub.body.UUID}`, { method: 'PUT' });
@@ -242,12 +332,17 @@ describe('callbacks', () => {
 
   test('redirects are not followed: a 3xx is a failed attempt', async () => {
     const target = await receiver();
-    const r = await receiver((_req, i) => (i === 0 ? { status: 302, headers: { location: `${target.url}/elsewhere` } } : { status: 200 }));
+    const r = await receiver((_req, i) =>
+      i === 0 ? { status: 302, headers: { location: `${target.url}/elsewhere` } } : { status: 200 },
+    );
     const sub = await subscribe({ callbackUrl: `${r.url}/moved`, mode: 'continuous', events: ['order.created'] });
     await http(base, '/orders', { body: order(1) });
     await r.waitFor(2);
     expect(target.received).toHaveLength(0);
-    const history = await until(async () => { const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body; return h.total >= 2 ? h : undefined; });
+    const history = await until(async () => {
+      const h = (await http(base, `/subscriptions/${sub.body.UUID}/deliveries`)).body;
+      return h.total >= 2 ? h : undefined;
+    });
     expect(history.attempts[0]).toMatchObject({ outcome: 'failed', statusCode: 302 });
   });
 
@@ -267,10 +362,20 @@ describe('callbacks', () => {
 
 describe('rejected targets', () => {
   test('with the default policy a loopback callbackUrl is 403 and nothing is created', async () => {
-    const strict = await startTestService(uniquePrefix('strict'), { role: 'api', env: { CALLBACK_ALLOW_PRIVATE: 'false' } });
+    const strict = await startTestService(uniquePrefix('strict'), {
+      role: 'api',
+      env: { CALLBACK_ALLOW_PRIVATE: 'false' },
+    });
     try {
-      for (const callbackUrl of ['http://127.0.0.1:8080/x', 'http://localhost/x', 'http://[::1]/x', 'http://169.254.169.254/x']) {
-        const res = await http(strict.url, '/subscriptions', { body: { callbackUrl, mode: 'once', events: ['order.created'] } });
+      for (const callbackUrl of [
+        'http://127.0.0.1:8080/x',
+        'http://localhost/x',
+        'http://[::1]/x',
+        'http://169.254.169.254/x',
+      ]) {
+        const res = await http(strict.url, '/subscriptions', {
+          body: { callbackUrl, mode: 'once', events: ['order.created'] },
+        });
         expect(res.status).toBe(403);
         expect(res.body.errors[0].instance).toBe('/callbackUrl');
       }

@@ -32,8 +32,11 @@ let received = 0;
 
 /** partition → offset of its last order.created record, once `count` of them were read */
 async function lastOffsets(topic: string, count: number): Promise<Map<number, bigint>> {
-  const consumer = new Kafka({ clientId: 'cancel-backlog-reader', brokers: testBrokers(), logLevel: logLevel.NOTHING })
-    .consumer({ groupId: `${topic}.reader.${Date.now()}` });
+  const consumer = new Kafka({
+    clientId: 'cancel-backlog-reader',
+    brokers: testBrokers(),
+    logLevel: logLevel.NOTHING,
+  }).consumer({ groupId: `${topic}.reader.${Date.now()}` });
   const last = new Map<number, bigint>();
   let seen = 0;
   await consumer.connect();
@@ -85,11 +88,15 @@ test('a cancel answered while a callback is in flight: none of the queued events
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await until(async () => {
-      const [committed] = await admin.fetchOffsets({ groupId: `${prefix}callback-bridge`, topics: [topic] });
-      const at = new Map(committed.partitions.map((p) => [p.partition, BigInt(p.offset)]));
-      return [...last].every(([partition, offset]) => (at.get(partition) ?? -1n) > offset) ? true : undefined;
-    }, 30000, 100);
+    await until(
+      async () => {
+        const [committed] = await admin.fetchOffsets({ groupId: `${prefix}callback-bridge`, topics: [topic] });
+        const at = new Map(committed.partitions.map((p) => [p.partition, BigInt(p.offset)]));
+        return [...last].every(([partition, offset]) => (at.get(partition) ?? -1n) > offset) ? true : undefined;
+      },
+      30000,
+      100,
+    );
   } finally {
     await admin.disconnect();
   }

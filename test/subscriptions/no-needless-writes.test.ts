@@ -49,18 +49,28 @@ describe('no needless writes', () => {
     const prefix = uniquePrefix('needless');
     service = await startTestService(prefix, { role: 'all' });
     receiver = await new Receiver(() => ({ status: 200 })).start();
-    const sub = await http(service.url, '/subscriptions', { body: { callbackUrl: `${receiver.url}/all`, mode: 'continuous', events: ['order.created'] } });
+    const sub = await http(service.url, '/subscriptions', {
+      body: { callbackUrl: `${receiver.url}/all`, mode: 'continuous', events: ['order.created'] },
+    });
     expect(sub.status).toBe(201);
 
     const orders = Array.from({ length: 300 }, (_, i) => ({ orderNumber: i, itemCount: 1, status: 'open' }));
     const created = http(service.url, '/orders', { body: { order: orders } });
     // Subscription writes race the bridge's callbacks; on a healthy broker every one is a 201.
-    const subscribing = Promise.all(Array.from({ length: 100 }, () =>
-      http(service.url, '/subscriptions', { body: { callbackUrl: `${receiver.url}/other`, mode: 'continuous', events: ['order.deleted'] } })));
+    const subscribing = Promise.all(
+      Array.from({ length: 100 }, () =>
+        http(service.url, '/subscriptions', {
+          body: { callbackUrl: `${receiver.url}/other`, mode: 'continuous', events: ['order.deleted'] },
+        }),
+      ),
+    );
     expect((await created).status).toBe(201);
     const statuses = (await subscribing).map((r) => r.status);
     expect(statuses.filter((s) => s !== 201)).toEqual([]);
-    await until(async () => (receiver.received.filter((r) => r.path === '/all').length >= 300 ? true : undefined), 60000);
+    await until(
+      async () => (receiver.received.filter((r) => r.path === '/all').length >= 300 ? true : undefined),
+      60000,
+    );
 
     // 101 subscriptions created, none ended: one record each. Views sync without writing markers.
     expect(await committedRecords(`${prefix}subscriptions`)).toBe(101);

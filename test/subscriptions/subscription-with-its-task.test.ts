@@ -29,9 +29,15 @@ afterAll(async () => {
 
 test(`each of ${TASKS} concurrent tasks calls back its subscription with every event, task.accepted first`, async () => {
   const load = new TaskLoad({
-    api: service.url, workers: 8, paceMs: 0, maxAccepted: TASKS,
+    api: service.url,
+    workers: 8,
+    paceMs: 0,
+    maxAccepted: TASKS,
     body: (n) => ({
-      type: 'countdown', input: { steps: 1, stepMs: 1 }, mode: 'continuous', callbackUrl: `${receiver.url}/hooks/${n}`,
+      type: 'countdown',
+      input: { steps: 1, stepMs: 1 },
+      mode: 'continuous',
+      callbackUrl: `${receiver.url}/hooks/${n}`,
     }),
   }).start();
   await until(async () => (load.accepted.length >= TASKS ? true : undefined), 120000);

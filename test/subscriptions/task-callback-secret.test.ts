@@ -14,7 +14,9 @@ beforeAll(async () => {
   service = await startTestService(uniquePrefix('task-secret'), {
     role: 'all',
     env: {
-      CALLBACK_BACKOFF_BASE_MS: '200', CALLBACK_BACKOFF_MAX_MS: '2000', CALLBACK_MAX_ATTEMPTS: '4',
+      CALLBACK_BACKOFF_BASE_MS: '200',
+      CALLBACK_BACKOFF_MAX_MS: '2000',
+      CALLBACK_MAX_ATTEMPTS: '4',
       CALLBACK_TIMEOUT_MS: '2000',
     },
   });
@@ -46,7 +48,11 @@ test('the 202 embeds the subscription with its secret, which verifies the callba
   const embedded = task.body._embedded.subscription;
   expect(embedded).toMatchObject({
     _links: { self: { href: subHref }, task: { href: `/tasks/${task.body.taskId}` } },
-    UUID: subHref.split('/').pop(), status: 'active', mode: 'once', callbackUrl, taskId: task.body.taskId,
+    UUID: subHref.split('/').pop(),
+    status: 'active',
+    mode: 'once',
+    callbackUrl,
+    taskId: task.body.taskId,
     secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+=*$/),
   });
   expect(task.body.message).toMatch(/_embedded\.subscription\.secret/);
@@ -66,7 +72,7 @@ test('the 202 embeds the subscription with its secret, which verifies the callba
   expect((await http(base, subHref, { key: TENANT_B_KEY })).status).toBe(404);
 });
 
-test('continuous: every callback verifies with its task\'s secret from the 202, not another task\'s', async () => {
+test("continuous: every callback verifies with its task's secret from the 202, not another task's", async () => {
   const r = await receiver();
   const body = { type: 'countdown', input: { steps: 3, stepMs: 10 }, callbackUrl: `${r.url}/all`, mode: 'continuous' };
   const submit = () => http(base, '/tasks', { body });

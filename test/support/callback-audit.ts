@@ -32,11 +32,14 @@ export interface CallbackAudit {
  * through. Failed attempts (non-2xx, timeouts) do not count as receipt.
  */
 export function auditSubscription(
-  subscription: string, expected: LoggedEvent[], deliveries: Delivery[],
+  subscription: string,
+  expected: LoggedEvent[],
+  deliveries: Delivery[],
 ): CallbackAudit {
   const offsetOf = new Map(expected.map((e) => [webhookId(subscription, e.id), e.offset]));
   const tried = new Set(deliveries.filter((d) => d.subscription === subscription).map((d) => d.webhookId));
-  const accepted = deliveries.filter((d) => d.subscription === subscription && d.accepted)
+  const accepted = deliveries
+    .filter((d) => d.subscription === subscription && d.accepted)
     .sort((a, b) => a.seq - b.seq);
   const first: Delivery[] = [];
   const seen = new Set<string>();
@@ -61,7 +64,8 @@ export function auditSubscription(
   }
   return {
     lost: [...offsetOf.keys()].filter((id) => !seen.has(id)).length,
-    lostEvents: expected.filter((e) => !seen.has(webhookId(subscription, e.id)))
+    lostEvents: expected
+      .filter((e) => !seen.has(webhookId(subscription, e.id)))
       .map((e) => `${e.kind}${tried.has(webhookId(subscription, e.id)) ? '(tried)' : ''}`),
     unexpected: [...seen].filter((id) => !offsetOf.has(id)).length,
     duplicates: accepted.length - first.length,

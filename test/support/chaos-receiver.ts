@@ -58,31 +58,44 @@ export class ChaosReceiver {
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
       let body = '';
-      req.on('data', (c: Buffer) => { body += c.toString(); });
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
       req.on('end', () => {
         let json: Record<string, unknown> = {};
-        try { json = JSON.parse(body); } catch { /* recorded with what it has */ }
+        try {
+          json = JSON.parse(body);
+        } catch {
+          /* recorded with what it has */
+        }
         const webhookId = String(req.headers['webhook-id'] ?? '');
         if (!this.ordinals.has(webhookId)) this.ordinals.set(webhookId, this.ordinals.size);
         const attempt = (this.attempts.get(webhookId) ?? 0) + 1;
         this.attempts.set(webhookId, attempt);
         const reply = this.policy(this.ordinals.get(webhookId) ?? 0, attempt);
         const d: Delivery = {
-          seq: this.deliveries.length, webhookId,
-          subscription: String(json.UUID ?? ''), event: String(json.event ?? ''),
+          seq: this.deliveries.length,
+          webhookId,
+          subscription: String(json.UUID ?? ''),
+          event: String(json.event ?? ''),
           ...(typeof json.taskId === 'string' ? { taskId: json.taskId } : {}),
-          data: (json.data ?? {}) as Record<string, unknown>, status: reply.status, accepted: false,
+          data: (json.data ?? {}) as Record<string, unknown>,
+          status: reply.status,
+          accepted: false,
         };
         this.deliveries.push(d);
         // A caller killed mid-request leaves a dead socket; writing to it is not an error worth a crash.
         res.on('error', () => undefined);
-        res.on('finish', () => { d.accepted = reply.status >= 200 && reply.status < 300; });
+        res.on('finish', () => {
+          d.accepted = reply.status >= 200 && reply.status < 300;
+        });
         const send = () => {
           if (res.destroyed) return;
           res.writeHead(reply.status, reply.headers);
           res.end();
         };
-        if (reply.delayMs) setTimeout(send, reply.delayMs).unref(); else send();
+        if (reply.delayMs) setTimeout(send, reply.delayMs).unref();
+        else send();
       });
     });
     this.url = await listenOnLoopback(this.server);

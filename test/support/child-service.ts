@@ -18,16 +18,28 @@ export interface ChildService {
 }
 
 /** Runs a role as its own OS process from the build, as an operator would: `node dist/src/main.js <role>`. */
-export async function startChildService(role: string, prefix: string, env: Record<string, string> = {}): Promise<ChildService> {
-  if (!existsSync(MAIN)) throw new Error('dist/src/main.js is missing: `npm test` builds it first (or run `npm run build`)');
+export async function startChildService(
+  role: string,
+  prefix: string,
+  env: Record<string, string> = {},
+): Promise<ChildService> {
+  if (!existsSync(MAIN))
+    throw new Error('dist/src/main.js is missing: `npm test` builds it first (or run `npm run build`)');
   const unique = `${process.pid}-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const logFile = join(tmpdir(), `hookstream-${role}-${unique}.log`);
   const fd = openSync(logFile, 'w');
   const child = spawn(process.execPath, [MAIN, role], {
     stdio: ['ignore', 'pipe', fd],
     env: {
-      PATH: process.env.PATH ?? '', KAFKA_BROKERS: testBrokers().join(','), TOPIC_PREFIX: prefix, PORT: '0', HOST: '127.0.0.1',
-      API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}`, LOG_LEVEL: 'warn', CALLBACK_ALLOW_PRIVATE: 'true', ...env,
+      PATH: process.env.PATH ?? '',
+      KAFKA_BROKERS: testBrokers().join(','),
+      TOPIC_PREFIX: prefix,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}`,
+      LOG_LEVEL: 'warn',
+      CALLBACK_ALLOW_PRIVATE: 'true',
+      ...env,
     },
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -50,13 +62,18 @@ export async function startChildService(role: string, prefix: string, env: Recor
       }
     };
     child.stdout?.on('data', watch);
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`${role} exited with ${code} before starting; see ${logFile}`)); });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${role} exited with ${code} before starting; see ${logFile}`));
+    });
   });
   return {
     process: child,
     logFile,
     url: /API: +(http:\/\/\S+)/.exec(out)?.[1],
-    get running() { return child.exitCode === null && child.signalCode === null; },
+    get running() {
+      return child.exitCode === null && child.signalCode === null;
+    },
     kill(signal) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;

@@ -14,7 +14,11 @@ export interface ReadEvent {
  * partition and offset of the tracking resource, keeping the task's key,
  * until a final event (or the deadline).
  */
-export async function readTaskEvents(brokers: string[], where: { topic: string; partition?: number; offset?: number; key: string }, timeoutMs = 30000): Promise<ReadEvent[]> {
+export async function readTaskEvents(
+  brokers: string[],
+  where: { topic: string; partition?: number; offset?: number; key: string },
+  timeoutMs = 30000,
+): Promise<ReadEvent[]> {
   const kafka = new Kafka({ brokers, clientId: 'test-user', logLevel: logLevel.NOTHING });
   const consumer = kafka.consumer({ groupId: `test-user-${randomUUID()}` });
   const events: ReadEvent[] = [];
@@ -23,17 +27,30 @@ export async function readTaskEvents(brokers: string[], where: { topic: string; 
   await consumer.subscribe({ topic: where.topic, fromBeginning: where.partition === undefined });
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no final event for ${where.key} in ${timeoutMs} ms; got ${events.map((e) => e.value.event).join(', ')}`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no final event for ${where.key} in ${timeoutMs} ms; got ${events.map((e) => e.value.event).join(', ')}`,
+            ),
+          ),
+        timeoutMs,
+      );
       void consumer.run({
         eachMessage: async ({ partition, message }) => {
-          if ((where.partition !== undefined && partition !== where.partition) || message.key?.toString() !== where.key) return;
+          if ((where.partition !== undefined && partition !== where.partition) || message.key?.toString() !== where.key)
+            return;
           const value = JSON.parse(message.value?.toString() ?? 'null');
           const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
           events.push({ key: where.key, offset: message.offset, partition, headers, value });
-          if (['task.succeeded', 'task.failed', 'task.cancelled'].includes(value.event)) { clearTimeout(timer); resolve(); }
+          if (['task.succeeded', 'task.failed', 'task.cancelled'].includes(value.event)) {
+            clearTimeout(timer);
+            resolve();
+          }
         },
       });
-      if (where.partition !== undefined) consumer.seek({ topic: where.topic, partition: where.partition, offset: String(where.offset ?? 0) });
+      if (where.partition !== undefined)
+        consumer.seek({ topic: where.topic, partition: where.partition, offset: String(where.offset ?? 0) });
     });
   } finally {
     await consumer.disconnect();

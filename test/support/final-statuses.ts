@@ -8,7 +8,9 @@ export const FINAL_STATUSES = ['succeeded', 'failed', 'cancelled'];
  * the bound passes; returns the last status seen of each.
  */
 export async function awaitFinalStatuses(
-  api: string, taskIds: string[], timeoutMs: number,
+  api: string,
+  taskIds: string[],
+  timeoutMs: number,
 ): Promise<Map<string, string>> {
   const statuses = new Map<string, string>();
   const open = () => taskIds.filter((id) => !FINAL_STATUSES.includes(statuses.get(id) ?? ''));

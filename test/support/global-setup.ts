@@ -12,7 +12,10 @@ import { startLocalBroker } from '../../src/embedded-kafka/local-broker';
 async function containerRuntimeAnswers(timeoutMs: number): Promise<boolean> {
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
-    const probe = getContainerRuntimeClient().then(() => true, () => false);
+    const probe = getContainerRuntimeClient().then(
+      () => true,
+      () => false,
+    );
     return await Promise.race([probe, new Promise<boolean>((r) => setTimeout(() => r(false), timeoutMs).unref())]);
   } catch {
     return false;
@@ -35,13 +38,16 @@ export default async function globalSetup(): Promise<void> {
     // replicas, which one broker cannot create (every transactional write fails), and at 50
     // partitions, slow enough to create that a first transaction can time out finding its
     // coordinator. These match the embedded broker (src/embedded-kafka/local-broker.ts).
-    const container = await new KafkaContainer(CP_KAFKA_IMAGE).withKraft().withEnvironment({
-      KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1',
-      KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS: '3',
-      KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR: '1',
-      KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR: '1',
-      KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'false',
-    }).start();
+    const container = await new KafkaContainer(CP_KAFKA_IMAGE)
+      .withKraft()
+      .withEnvironment({
+        KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1',
+        KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS: '3',
+        KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR: '1',
+        KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR: '1',
+        KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'false',
+      })
+      .start();
     process.env.KAFKA_BROKERS = `${container.getHost()}:${container.getMappedPort(9093)}`;
     process.env.HOOKSTREAM_TEST_KAFKA = 'container';
     g.__hookstreamStop = () => container.stop();

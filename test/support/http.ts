@@ -27,7 +27,12 @@ export async function http(baseUrl: string, path: string, options: RequestOption
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(`${baseUrl}${path}`, { method: options.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: options.method ?? (body !== undefined ? 'POST' : 'GET'),
+    headers,
+    body,
+    redirect: 'manual',
+  });
   const text = await res.text();
   let parsed: unknown;
   try {

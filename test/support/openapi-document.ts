@@ -4,9 +4,23 @@ import addFormats from 'ajv-formats';
 
 /* What the OpenAPI tests need: the document's shape, a maintained validator, and its schemas as validators. */
 
-export interface Media { schema?: object; example?: unknown; examples?: unknown }
-export interface Response { description: string; content?: Record<string, Media>; headers?: Record<string, object> }
-export interface Parameter { in: string; name: string; style?: string; explode?: boolean; schema?: object }
+export interface Media {
+  schema?: object;
+  example?: unknown;
+  examples?: unknown;
+}
+export interface Response {
+  description: string;
+  content?: Record<string, Media>;
+  headers?: Record<string, object>;
+}
+export interface Parameter {
+  in: string;
+  name: string;
+  style?: string;
+  explode?: boolean;
+  schema?: object;
+}
 export interface Operation {
   operationId?: string;
   summary?: string;
@@ -27,7 +41,11 @@ export interface OpenApiDocument {
   };
 }
 
-export interface ValidatorVerdict { valid: boolean; version?: string; errors?: unknown }
+export interface ValidatorVerdict {
+  valid: boolean;
+  version?: string;
+  errors?: unknown;
+}
 
 /**
  * @seriousme/openapi-schema-validator on a document: its own OpenAPI 3.x schemas, the schemas inside included.

@@ -58,7 +58,10 @@ export class OwnBroker {
     const [host, port] = this.bootstrap.split(':');
     return new Promise((resolve) => {
       const socket = connect({ host, port: Number(port) });
-      const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
+      const done = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
       socket.once('connect', () => done(true));
       socket.once('error', () => done(false));
       socket.setTimeout(1000, () => done(false));

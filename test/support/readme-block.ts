@@ -14,7 +14,11 @@ export function readmeBlock(name: string): string {
 
 export const hasCommand = (cmd: string): boolean => spawnSync('bash', ['-c', `command -v ${cmd}`]).status === 0;
 
-export interface BashRun { status: number | null; stdout: string; stderr: string }
+export interface BashRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /**
  * Runs a script with `bash -euo pipefail`, killed after a minute. Async on
@@ -24,12 +28,23 @@ export interface BashRun { status: number | null; stdout: string; stderr: string
 export function runBash(script: string, env: Record<string, string>): Promise<BashRun> {
   return new Promise((resolve) => {
     // stdin not a socket: bash would otherwise source /etc/bash.bashrc (its rshd heuristic).
-    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), 60000);
-    child.on('exit', (status) => { clearTimeout(timer); resolve({ status, stdout, stderr }); });
+    child.on('exit', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
   });
 }

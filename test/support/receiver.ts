@@ -4,7 +4,13 @@ export interface Received {
   path: string;
   headers: IncomingHttpHeaders;
   body: string;
-  json: Record<string, unknown> & { _links: Record<string, { href: string }>; UUID: string; event: string; taskId?: string; data: Record<string, unknown> };
+  json: Record<string, unknown> & {
+    _links: Record<string, { href: string }>;
+    UUID: string;
+    event: string;
+    taskId?: string;
+    data: Record<string, unknown>;
+  };
   at: number;
 }
 
@@ -32,16 +38,26 @@ export class Receiver {
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
       let body = '';
-      req.on('data', (c: Buffer) => { body += c.toString(); });
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
       req.on('end', () => {
         let json: Received['json'];
-        try { json = JSON.parse(body); } catch { json = {} as Received['json']; }
+        try {
+          json = JSON.parse(body);
+        } catch {
+          json = {} as Received['json'];
+        }
         const r: Received = { path: req.url ?? '', headers: req.headers, body, json, at: Date.now() };
         this.received.push(r);
         for (const wake of [...this.arrivals]) wake();
         const reply = this.respond(r, this.received.length - 1);
-        const send = () => { res.writeHead(reply.status, reply.headers); res.end(); };
-        if (reply.delayMs) setTimeout(send, reply.delayMs).unref(); else send();
+        const send = () => {
+          res.writeHead(reply.status, reply.headers);
+          res.end();
+        };
+        if (reply.delayMs) setTimeout(send, reply.delayMs).unref();
+        else send();
       });
     });
     this.url = await listenOnLoopback(this.server);

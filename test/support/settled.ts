@@ -5,5 +5,8 @@ import { until } from './until';
  * instead of throwing: a fault test then still reports its counts.
  */
 export function settled(probe: () => Promise<true | undefined>, timeoutMs: number, intervalMs = 250): Promise<boolean> {
-  return until(probe, timeoutMs, intervalMs).then(() => true, () => false);
+  return until(probe, timeoutMs, intervalMs).then(
+    () => true,
+    () => false,
+  );
 }

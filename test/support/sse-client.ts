@@ -25,17 +25,25 @@ export interface SseReading {
 
 /** A Server-Sent Events client over real HTTP (fetch), parsing the stream as the WHATWG spec does. */
 export async function openSse(
-  baseUrl: string, path: string, headers: Record<string, string> = {}, key: string = TENANT_A_KEY,
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string> = {},
+  key: string = TENANT_A_KEY,
 ): Promise<SseReading> {
   const abort = new AbortController();
   const res = await fetch(`${baseUrl}${path}`, {
-    headers: { accept: 'text/event-stream', authorization: `Bearer ${key}`, ...headers }, signal: abort.signal,
+    headers: { accept: 'text/event-stream', authorization: `Bearer ${key}`, ...headers },
+    signal: abort.signal,
   });
   const events: SseEvent[] = [];
   const comments: string[] = [];
   let raw = '';
   let notify: () => void = () => undefined;
-  const changed = () => { const n = notify; notify = () => undefined; n(); };
+  const changed = () => {
+    const n = notify;
+    notify = () => undefined;
+    n();
+  };
   let pending: SseEvent = { data: '' };
   let hasData = false;
   let buffer = '';
@@ -49,12 +57,18 @@ export async function openSse(
       changed();
       return;
     }
-    if (line.startsWith(':')) { comments.push(line.slice(1).trim()); changed(); return; }
+    if (line.startsWith(':')) {
+      comments.push(line.slice(1).trim());
+      changed();
+      return;
+    }
     const i = line.indexOf(':');
     const field = i < 0 ? line : line.slice(0, i);
     const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
-    if (field === 'data') { pending.data += `${value}\n`; hasData = true; }
-    else if (field === 'id') pending.id = value;
+    if (field === 'data') {
+      pending.data += `${value}\n`;
+      hasData = true;
+    } else if (field === 'id') pending.id = value;
     else if (field === 'event') pending.event = value;
   };
   const ended = (async () => {
@@ -76,7 +90,9 @@ export async function openSse(
     }
   })();
   let done = false;
-  void ended.then(() => { done = true; });
+  void ended.then(() => {
+    done = true;
+  });
   return {
     status: res.status,
     headers: res.headers,
@@ -88,7 +104,10 @@ export async function openSse(
       while (events.length < count) {
         if (done) throw new Error(`stream ended after ${events.length} events, wanted ${count}`);
         if (Date.now() > deadline) throw new Error(`only ${events.length} events in ${timeoutMs} ms, wanted ${count}`);
-        await new Promise<void>((resolve) => { notify = resolve; setTimeout(resolve, 200); });
+        await new Promise<void>((resolve) => {
+          notify = resolve;
+          setTimeout(resolve, 200);
+        });
       }
       return events.slice(0, count);
     },

@@ -27,7 +27,10 @@ export class TaskEventLog {
   private consumer: Consumer | undefined;
   private readonly kafka: Kafka;
 
-  constructor(brokers: string[], private readonly topic: string) {
+  constructor(
+    brokers: string[],
+    private readonly topic: string,
+  ) {
     this.kafka = new Kafka({ brokers, clientId: 'test-event-log', logLevel: logLevel.NOTHING });
   }
 
@@ -47,8 +50,12 @@ export class TaskEventLog {
         const value = JSON.parse(message.value?.toString() ?? 'null');
         const events = this.byTask.get(key) ?? [];
         events.push({
-          partition, offset: Number(message.offset), id: String(message.headers?.ce_id ?? ''), kind: value.event,
-          attempt: value.attempt, data: value.data ?? {},
+          partition,
+          offset: Number(message.offset),
+          id: String(message.headers?.ce_id ?? ''),
+          kind: value.event,
+          attempt: value.attempt,
+          data: value.data ?? {},
         });
         this.byTask.set(key, events);
         this.advance(partition, Number(message.offset) + 1);

@@ -96,11 +96,18 @@ async function submit(api: string, body: Record<string, unknown>, timeoutMs: num
     const text = await res.text();
     const answeredAt = Date.now();
     let json: Record<string, unknown> = {};
-    try { json = JSON.parse(text); } catch { /* a body that is not JSON is checked through contentType */ }
+    try {
+      json = JSON.parse(text);
+    } catch {
+      /* a body that is not JSON is checked through contentType */
+    }
     const links = json._links as Record<string, { href: string }> | undefined;
     return {
-      sentAt, answeredAt, status: res.status,
-      contentType: res.headers.get('content-type') ?? '', retryAfter: res.headers.get('retry-after'),
+      sentAt,
+      answeredAt,
+      status: res.status,
+      contentType: res.headers.get('content-type') ?? '',
+      retryAfter: res.headers.get('retry-after'),
       ...(typeof json.type === 'string' && res.status >= 400 ? { problemType: json.type } : {}),
       ...(typeof json.taskId === 'string' ? { taskId: json.taskId } : {}),
       ...(links?.subscription ? { subscriptionId: links.subscription.href.split('/').pop() } : {}),

@@ -50,7 +50,11 @@ export async function startTestService(
   const logger = createLogger(config.logLevel);
   const parts = { ...EXAMPLE_SERVICE, ...options.registers };
   return waitForKafka(() => startService({ config, brokers: testBrokers(), logger, role: options.role, ...parts }), {
-    brokers: testBrokers(), timeoutMs: config.kafkaStartupTimeoutMs, signal: new AbortController().signal, logger,
-    progress: () => undefined, discard: (service) => service.stop(),
+    brokers: testBrokers(),
+    timeoutMs: config.kafkaStartupTimeoutMs,
+    signal: new AbortController().signal,
+    logger,
+    progress: () => undefined,
+    discard: (service) => service.stop(),
   });
 }

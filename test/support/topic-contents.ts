@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 
-export interface TopicRecord { key: string; value: string | null }
+export interface TopicRecord {
+  key: string;
+  value: string | null;
+}
 
 /**
  * Every committed record of a topic, in each partition's order, read as a
@@ -19,7 +22,9 @@ export async function committedRecords(brokers: string[], topic: string): Promis
   await consumer.subscribe({ topic, fromBeginning: true });
   const seen = new Map<number, bigint>();
   await new Promise<void>((resolve) => {
-    const check = () => { if (ends.every((e) => (seen.get(e.partition) ?? 0n) >= BigInt(e.high))) resolve(); };
+    const check = () => {
+      if (ends.every((e) => (seen.get(e.partition) ?? 0n) >= BigInt(e.high))) resolve();
+    };
     // Batches of markers only never reach eachMessage, but do move the position.
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
       seen.set(payload.partition, BigInt(payload.lastOffset) + 1n);

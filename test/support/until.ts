@@ -4,7 +4,10 @@
  * came true.
  */
 export async function until<T>(
-  probe: () => Promise<T | undefined>, timeoutMs = 20000, intervalMs = 50, what?: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 20000,
+  intervalMs = 50,
+  what?: string,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

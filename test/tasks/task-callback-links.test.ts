@@ -36,7 +36,7 @@ test('with PUBLIC_URL, callback links start with it and follow to the API', asyn
   }
 });
 
-test('without PUBLIC_URL they are absolute on the api\'s own address, and a receiver can follow them', async () => {
+test("without PUBLIC_URL they are absolute on the api's own address, and a receiver can follow them", async () => {
   const service = await startTestService(uniquePrefix('own-url'), { role: 'all' });
   try {
     const body = await finalCallback(service);

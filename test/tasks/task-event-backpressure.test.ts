@@ -71,18 +71,26 @@ function watchedReader(inner: PartitionReader): PartitionReader & { holding: num
   const watched = {
     holding: 0,
     endOffset: (topic: string, partition: number, timeoutMs: number) => inner.endOffset(topic, partition, timeoutMs),
-    open: (options: PartitionReadOptions, timeoutMs: number) => inner.open({
-      ...options,
-      async onRecord(record) {
-        watched.holding += 1;
-        try { await options.onRecord(record); } finally { watched.holding -= 1; }
-      },
-    }, timeoutMs),
+    open: (options: PartitionReadOptions, timeoutMs: number) =>
+      inner.open(
+        {
+          ...options,
+          async onRecord(record) {
+            watched.holding += 1;
+            try {
+              await options.onRecord(record);
+            } finally {
+              watched.holding -= 1;
+            }
+          },
+        },
+        timeoutMs,
+      ),
   };
   return watched;
 }
 
-test('a client that stops reading holds one buffer\'s worth; released, it gets every event in order', async () => {
+test("a client that stops reading holds one buffer's worth; released, it gets every event in order", async () => {
   const steps = 2000;
   const accepted = await http(service.url, '/tasks', { body: { type: 'countdown', input: { steps, stepMs: 0 } } });
   const task = accepted.body as TaskSnapshot;
@@ -91,7 +99,8 @@ test('a client that stops reading holds one buffer\'s worth; released, it gets e
   const res = new StuckResponse(highWaterMark);
   const stream = new TaskEventStream(
     { reader, timeoutMs: 10000, heartbeatMs: 15000, logger: createLogger('silent') },
-    task, res as unknown as ServerResponse,
+    task,
+    res as unknown as ServerResponse,
   );
   const opened = await stream.open(BigInt(task.offset), false);
   if (!('served' in opened)) throw new Error('the stream had nothing to serve');

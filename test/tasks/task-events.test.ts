@@ -34,7 +34,9 @@ const fromKafka = (t: { taskId: string; topic: string; partition: number; offset
 
 /** What an SSE event must be for the Kafka record it stands for. */
 const asSse = (e: ReadEvent): SseEvent => ({
-  id: `${e.partition}:${e.offset}`, event: e.value.event, data: JSON.stringify(e.value),
+  id: `${e.partition}:${e.offset}`,
+  event: e.value.event,
+  data: JSON.stringify(e.value),
 });
 
 test('the stream carries every event in order: id = Kafka coordinate, event = kind, data = the record value; it ends after the final event', async () => {
@@ -47,7 +49,12 @@ test('the stream carries every event in order: id = Kafka coordinate, event = ki
   expect(sse.events).toEqual(kafka.map(asSse));
   expect(sse.events[0].id).toBe(`${task.partition}:${task.offset}`);
   expect(sse.events.map((e) => e.event)).toEqual([
-    'task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.progress', 'task.succeeded',
+    'task.accepted',
+    'task.started',
+    'task.progress',
+    'task.progress',
+    'task.progress',
+    'task.succeeded',
   ]);
 });
 
@@ -86,7 +93,7 @@ test('?after= resumes the same way; after the final event there is nothing: 204,
   expect(none.events).toEqual([]);
 });
 
-test('a finished task\'s stream replays it from the first event and ends', async () => {
+test("a finished task's stream replays it from the first event and ends", async () => {
   const task = await submit({ steps: 2, stepMs: 0 });
   const kafka = await fromKafka(task);
   const sse = await openSse(b.url, `/tasks/${task.taskId}/events`);
@@ -102,7 +109,10 @@ test('Accept: application/hal+json lists the events so far, paged, each with its
   expect(page1.status).toBe(200);
   expect(page1.headers.get('content-type')).toMatch(/^application\/hal\+json/);
   const listed = (e: ReadEvent) => ({
-    id: `${e.partition}:${e.offset}`, partition: e.partition, offset: Number(e.offset), ...e.value,
+    id: `${e.partition}:${e.offset}`,
+    partition: e.partition,
+    offset: Number(e.offset),
+    ...e.value,
   });
   expect(page1.body).toMatchObject({ count: 4, complete: false, events: kafka.slice(0, 4).map(listed) });
   expect(page1.body._links.task.href).toBe(`/tasks/${task.taskId}`);
@@ -113,7 +123,7 @@ test('Accept: application/hal+json lists the events so far, paged, each with its
   expect(page2.body._links.next).toBeUndefined();
 });
 
-test('another tenant\'s task, or an unknown one, is a 404 Problem; a cursor of another partition or malformed is 400', async () => {
+test("another tenant's task, or an unknown one, is a 404 Problem; a cursor of another partition or malformed is 400", async () => {
   const task = await submit({ steps: 1, stepMs: 0 });
   const other = await openSse(a.url, `/tasks/${task.taskId}/events`, {}, TENANT_B_KEY);
   await other.ended;

@@ -110,10 +110,14 @@ async function claimAsAnotherInstance(key: string, fingerprint: string, at = Dat
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   await producer.send({
-    topic, messages: [{
-      key: `!claim/${scope}`, value: JSON.stringify({ kind: 'claim', scope, claimId: randomUUID(), fingerprint, at }),
-      partition: a.kafka.partitionFor(topic, scope),
-    }],
+    topic,
+    messages: [
+      {
+        key: `!claim/${scope}`,
+        value: JSON.stringify({ kind: 'claim', scope, claimId: randomUUID(), fingerprint, at }),
+        partition: a.kafka.partitionFor(topic, scope),
+      },
+    ],
   });
   await producer.disconnect();
 }
@@ -154,7 +158,7 @@ test('a request claimed by an instance that never answered is in flight (409) un
   expect(await requestsWritten()).toBe(before + 1);
 });
 
-test('a callbackUrl\'s subscription is created once; the repeat shows it again with its secret', async () => {
+test("a callbackUrl's subscription is created once; the repeat shows it again with its secret", async () => {
   const key = randomUUID();
   const body = { ...countdown(1), callbackUrl: `${receiver.url}/hook` };
   const first = await post(a.url, key, body);
@@ -179,7 +183,8 @@ test('a malformed Idempotency-Key is a 400 Problem and creates nothing', async (
 /** The idempotency topic's records for one key (answers and claims), in order. */
 async function readIdempotencyRecords(scope: string): Promise<Record<string, unknown>[]> {
   const records = await committedRecords(testBrokers(), a.kafka.topics.idempotencyKeys);
-  return records.filter((r) => (r.key === scope || r.key === `!claim/${scope}`) && r.value !== null)
+  return records
+    .filter((r) => (r.key === scope || r.key === `!claim/${scope}`) && r.value !== null)
     .map((r) => JSON.parse(r.value as string) as Record<string, unknown>);
 }
 

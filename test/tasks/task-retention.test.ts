@@ -50,7 +50,10 @@ test('a finished task is kept for TASK_RETENTION_MS, then answers 404 everywhere
   const list = await http(short.url, '/tasks?limit=100');
   expect(list.body._embedded.tasks.map((t: { taskId: string }) => t.taskId)).not.toContain(taskId);
   // Within a bounded delay (a sweep every 0.5 s here) the snapshot is tombstoned, so compaction can drop it.
-  await until(async () => ((await latestValue(testBrokers(), short.kafka.topics.tasks, taskId)) === null ? true : undefined), 20000);
+  await until(
+    async () => ((await latestValue(testBrokers(), short.kafka.topics.tasks, taskId)) === null ? true : undefined),
+    20000,
+  );
 });
 
 test('a task running longer than the window is never forgotten while it runs', async () => {
@@ -59,11 +62,15 @@ test('a task running longer than the window is never forgotten while it runs', a
   const seen = async () => ((await http(shortApi.url, `/tasks/${taskId}`)).status === 200 ? true : undefined);
   await until(seen, 10000, 20);
   const statuses: (string | number)[] = [];
-  const final = await until(async () => {
-    const res = await http(shortApi.url, `/tasks/${taskId}`);
-    statuses.push(res.status === 200 ? res.body.status : res.status);
-    return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
-  }, 30000, 100);
+  const final = await until(
+    async () => {
+      const res = await http(shortApi.url, `/tasks/${taskId}`);
+      statuses.push(res.status === 200 ? res.body.status : res.status);
+      return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+    },
+    30000,
+    100,
+  );
   expect(statuses).not.toContain(404);
   expect(Date.parse(final.finishedAt) - Date.parse(final.createdAt)).toBeGreaterThan(RETENTION_MS);
   expect(final.status).toBe('succeeded');
@@ -98,14 +105,18 @@ test('the tasks and idempotency-keys topics are created so compaction can drop w
   try {
     const { resources } = await admin.describeConfigs({
       includeSynonyms: false,
-      resources: [kept.kafka.topics.tasks, kept.kafka.topics.idempotencyKeys]
-        .map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
+      resources: [kept.kafka.topics.tasks, kept.kafka.topics.idempotencyKeys].map((name) => ({
+        type: ConfigResourceTypes.TOPIC,
+        name,
+      })),
     });
     for (const r of resources) {
       const config = Object.fromEntries(r.configEntries.map((e) => [e.configName, e.configValue]));
       expect(config).toMatchObject({
-        'cleanup.policy': 'compact', 'segment.ms': '3600000',
-        'delete.retention.ms': '86400000', 'max.compaction.lag.ms': '86400000',
+        'cleanup.policy': 'compact',
+        'segment.ms': '3600000',
+        'delete.retention.ms': '86400000',
+        'max.compaction.lag.ms': '86400000',
       });
     }
   } finally {

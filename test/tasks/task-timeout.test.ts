@@ -14,10 +14,11 @@ afterAll(() => service.stop());
 test('a run longer than TASK_TIMEOUT_MS fails with task-timed-out; a shorter one succeeds', async () => {
   const long = await http(service.url, '/tasks', { body: { type: 'countdown', input: { steps: 50, stepMs: 100 } } });
   const short = await http(service.url, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 10 } } });
-  const final = (id: string) => until(async () => {
-    const t = (await http(service.url, `/tasks/${id}`)).body;
-    return ['succeeded', 'failed', 'cancelled'].includes(t.status) ? t : undefined;
-  });
+  const final = (id: string) =>
+    until(async () => {
+      const t = (await http(service.url, `/tasks/${id}`)).body;
+      return ['succeeded', 'failed', 'cancelled'].includes(t.status) ? t : undefined;
+    });
   const [timedOut, quick] = await Promise.all([final(long.body.taskId), final(short.body.taskId)]);
   expect(timedOut.status).toBe('failed');
   expect(timedOut.problem).toMatchObject({ type: 'https://hookstream.dev/problems/task-timed-out', status: 504 });

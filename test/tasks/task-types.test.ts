@@ -18,13 +18,18 @@ test('GET /task-types embeds every declared type with its name, description and 
   expect(res.headers.get('content-type')).toMatch(/^application\/hal\+json/);
   expect(res.body._links.self.href).toBe('/task-types');
   expect(res.body._links.item).toEqual([{ href: '/task-types/countdown' }, { href: '/task-types/order-report' }]);
-  expect(res.body._embedded['task-types']).toEqual([countdown, orderReport].map((t) => ({
-    _links: {
-      self: { href: `/task-types/${t.name}` }, collection: { href: '/task-types' },
-      tasks: { href: `/tasks?type=${t.name}` },
-    },
-    name: t.name, description: t.description, inputSchema: t.inputSchema,
-  })));
+  expect(res.body._embedded['task-types']).toEqual(
+    [countdown, orderReport].map((t) => ({
+      _links: {
+        self: { href: `/task-types/${t.name}` },
+        collection: { href: '/task-types' },
+        tasks: { href: `/tasks?type=${t.name}` },
+      },
+      name: t.name,
+      description: t.description,
+      inputSchema: t.inputSchema,
+    })),
+  );
   for (const t of res.body._embedded['task-types']) expect(t.description.length).toBeGreaterThan(10);
 });
 

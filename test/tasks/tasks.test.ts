@@ -21,17 +21,21 @@ async function submit(input: Record<string, unknown>, type = 'countdown', key?: 
   return res;
 }
 
-
-const finalState = (taskId: string, key?: string) => until(async () => {
-  const res = await http(base, `/tasks/${taskId}`, { key });
-  return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
-});
+const finalState = (taskId: string, key?: string) =>
+  until(async () => {
+    const res = await http(base, `/tasks/${taskId}`, { key });
+    return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+  });
 
 /** The end offsets of the events and requests topics, once no task of this file is still running. */
 async function topicEnds(): Promise<string> {
   await until(async () => {
     const list = await http(base, '/tasks?limit=100');
-    return list.body._embedded.tasks.every((t: { status: string }) => ['succeeded', 'failed', 'cancelled'].includes(t.status)) ? true : undefined;
+    return list.body._embedded.tasks.every((t: { status: string }) =>
+      ['succeeded', 'failed', 'cancelled'].includes(t.status),
+    )
+      ? true
+      : undefined;
   });
   const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
@@ -49,7 +53,12 @@ describe('submitting and tracking', () => {
     const b = res.body;
     expect(res.headers.get('content-type')).toMatch(/^application\/hal\+json/);
     expect(res.headers.get('location')).toBe(`/tasks/${b.taskId}`);
-    expect(b).toMatchObject({ _links: { self: { href: `/tasks/${b.taskId}` } }, UUID: b.taskId, topic: service.kafka.topics.taskEvents, status: 'accepted' });
+    expect(b).toMatchObject({
+      _links: { self: { href: `/tasks/${b.taskId}` } },
+      UUID: b.taskId,
+      topic: service.kafka.topics.taskEvents,
+      status: 'accepted',
+    });
     expect(typeof b.message).toBe('string');
     expect(b.partition).toBeGreaterThanOrEqual(0);
     expect(b.offset).toBeGreaterThanOrEqual(0);
@@ -57,13 +66,30 @@ describe('submitting and tracking', () => {
 
   test('a plain kafkajs consumer reading from the given partition and offset, by key, receives the whole sequence', async () => {
     const { body } = await submit({ steps: 3, stepMs: 10 });
-    const events = await readTaskEvents(testBrokers(), { topic: body.topic, partition: body.partition, offset: body.offset, key: body.taskId });
+    const events = await readTaskEvents(testBrokers(), {
+      topic: body.topic,
+      partition: body.partition,
+      offset: body.offset,
+      key: body.taskId,
+    });
     expect(events[0].offset).toBe(String(body.offset));
-    expect(events.map((e) => e.value.event)).toEqual(['task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.progress', 'task.succeeded']);
+    expect(events.map((e) => e.value.event)).toEqual([
+      'task.accepted',
+      'task.started',
+      'task.progress',
+      'task.progress',
+      'task.progress',
+      'task.succeeded',
+    ]);
     expect(events.map((e) => e.value.data.current).filter(Boolean)).toEqual([1, 2, 3]);
     expect(events[5].value.data).toEqual({ result: { steps: 3 } });
     for (const e of events) {
-      expect(e.headers).toMatchObject({ ce_specversion: '1.0', ce_type: e.value.event, ce_source: '/hookstream', ce_subject: body.taskId });
+      expect(e.headers).toMatchObject({
+        ce_specversion: '1.0',
+        ce_type: e.value.event,
+        ce_source: '/hookstream',
+        ce_subject: body.taskId,
+      });
       expect(e.headers.ce_id).toBeTruthy();
       expect(Date.parse(e.headers.ce_time)).not.toBeNaN();
     }
@@ -72,7 +98,12 @@ describe('submitting and tracking', () => {
   test('GET /tasks/{id} shows status, progress, timestamps and the result', async () => {
     const { body } = await submit({ steps: 2, stepMs: 0 });
     const done = await finalState(body.taskId);
-    expect(done).toMatchObject({ status: 'succeeded', result: { steps: 2 }, progress: { current: 2, total: 2 }, attempt: 1 });
+    expect(done).toMatchObject({
+      status: 'succeeded',
+      result: { steps: 2 },
+      progress: { current: 2, total: 2 },
+      attempt: 1,
+    });
     for (const t of ['createdAt', 'startedAt', 'finishedAt']) expect(Date.parse(done[t])).not.toBeNaN();
   });
 
@@ -89,7 +120,10 @@ describe('submitting and tracking', () => {
     expect(unknown.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/type']);
     const invalid = await http(base, '/tasks', { body: { type: 'countdown', input: { steps: 0, stepMs: 'x' } } });
     expect(invalid.status).toBe(400);
-    expect(invalid.body.errors.map((e: { instance: string }) => e.instance).sort()).toEqual(['/input/stepMs', '/input/steps']);
+    expect(invalid.body.errors.map((e: { instance: string }) => e.instance).sort()).toEqual([
+      '/input/stepMs',
+      '/input/steps',
+    ]);
     expect(await topicEnds()).toBe(before);
   });
 
@@ -97,7 +131,11 @@ describe('submitting and tracking', () => {
     const { body } = await submit({ steps: 5, stepMs: 0, failAt: 3 });
     const done = await finalState(body.taskId);
     expect(done.status).toBe('failed');
-    expect(done.problem).toMatchObject({ type: 'https://hookstream.dev/problems/task-failed', title: 'Task failed', step: 3 });
+    expect(done.problem).toMatchObject({
+      type: 'https://hookstream.dev/problems/task-failed',
+      title: 'Task failed',
+      step: 3,
+    });
     expect(JSON.stringify(done.problem)).not.toMatch(/\n\s+at |\.ts:\d+|\.js:\d+|stack/);
   });
 
@@ -109,33 +147,51 @@ describe('submitting and tracking', () => {
     const done = await finalState(body.taskId);
     expect(done.status).toBe('cancelled');
     expect(done.progress?.current ?? 0).toBeLessThan(100);
-    const events = await readTaskEvents(testBrokers(), { topic: body.topic, partition: body.partition, offset: body.offset, key: body.taskId });
+    const events = await readTaskEvents(testBrokers(), {
+      topic: body.topic,
+      partition: body.partition,
+      offset: body.offset,
+      key: body.taskId,
+    });
     expect(events.at(-1)?.value.event).toBe('task.cancelled');
-    expect(events.filter((e) => ['task.succeeded', 'task.failed', 'task.cancelled'].includes(e.value.event))).toHaveLength(1);
+    expect(
+      events.filter((e) => ['task.succeeded', 'task.failed', 'task.cancelled'].includes(e.value.event)),
+    ).toHaveLength(1);
   });
 
   test('cancelling a finished task is 409; any other change is 400', async () => {
     const { body } = await submit({ steps: 1, stepMs: 0 });
     await finalState(body.taskId);
-    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'cancelled' } })).status).toBe(409);
-    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'running' } })).status).toBe(400);
+    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'cancelled' } })).status).toBe(
+      409,
+    );
+    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'running' } })).status).toBe(
+      400,
+    );
   });
 
-  test('a tenant never sees another tenant\'s tasks', async () => {
+  test("a tenant never sees another tenant's tasks", async () => {
     const { body } = await submit({ steps: 1, stepMs: 0 });
     expect((await http(base, `/tasks/${body.taskId}`, { key: TENANT_B_KEY })).status).toBe(404);
-    expect((await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'cancelled' }, key: TENANT_B_KEY })).status).toBe(404);
+    expect(
+      (await http(base, `/tasks/${body.taskId}`, { method: 'PATCH', body: { status: 'cancelled' }, key: TENANT_B_KEY }))
+        .status,
+    ).toBe(404);
     const list = await http(base, '/tasks?limit=100', { key: TENANT_B_KEY });
     expect(list.body._embedded.tasks.map((t: { taskId: string }) => t.taskId)).not.toContain(body.taskId);
   });
 
-  test('GET /tasks lists the caller\'s tasks, filtered by type and status, paged', async () => {
+  test("GET /tasks lists the caller's tasks, filtered by type and status, paged", async () => {
     const mine = await submit({ steps: 1, stepMs: 0 }, 'countdown', TENANT_B_KEY);
     await finalState(mine.body.taskId, TENANT_B_KEY);
     await submit({}, 'order-report', TENANT_B_KEY);
     const byType = await http(base, '/tasks?type=countdown&status=succeeded', { key: TENANT_B_KEY });
     expect(byType.body._embedded.tasks.map((t: { taskId: string }) => t.taskId)).toContain(mine.body.taskId);
-    expect(byType.body._embedded.tasks.every((t: { type: string; status: string }) => t.type === 'countdown' && t.status === 'succeeded')).toBe(true);
+    expect(
+      byType.body._embedded.tasks.every(
+        (t: { type: string; status: string }) => t.type === 'countdown' && t.status === 'succeeded',
+      ),
+    ).toBe(true);
     const paged = await http(base, '/tasks?limit=1', { key: TENANT_B_KEY });
     expect(paged.body.count).toBe(1);
     expect(paged.body._links.next.href).toBe('/tasks?offset=1&limit=1');
@@ -143,10 +199,22 @@ describe('submitting and tracking', () => {
   });
 
   test('the order report reads the orders and returns totals by status', async () => {
-    await http(base, '/orders', { body: { order: [{ orderNumber: 1, itemCount: 2, status: 'open' }, { orderNumber: 2, itemCount: 3, status: 'open' }, { orderNumber: 3, itemCount: 5, status: 'paid' }] } });
+    await http(base, '/orders', {
+      body: {
+        order: [
+          { orderNumber: 1, itemCount: 2, status: 'open' },
+          { orderNumber: 2, itemCount: 3, status: 'open' },
+          { orderNumber: 3, itemCount: 5, status: 'paid' },
+        ],
+      },
+    });
     const { body } = await submit({ statuses: ['open', 'paid'] }, 'order-report');
     const done = await finalState(body.taskId);
-    expect(done.result).toEqual({ orders: 3, items: 10, byStatus: { open: { orders: 2, items: 5 }, paid: { orders: 1, items: 5 } } });
+    expect(done.result).toEqual({
+      orders: 3,
+      items: 10,
+      byStatus: { open: { orders: 2, items: 5 }, paid: { orders: 1, items: 5 } },
+    });
   });
 });
 
@@ -158,17 +226,32 @@ describe('submitting from Kafka', () => {
     await producer.disconnect();
   }
 
-  test('a task request produced by a Kafka client runs under the client\'s own task id', async () => {
+  test("a task request produced by a Kafka client runs under the client's own task id", async () => {
     const taskId = `kafka-client-${Date.now()}`;
     await produce(taskId, JSON.stringify({ type: 'countdown', input: { steps: 2, stepMs: 0 }, tenant: 'tenant-a' }));
     const done = await finalState(taskId);
     expect(done).toMatchObject({ taskId, status: 'succeeded', result: { steps: 2 } });
-    const events = await readTaskEvents(testBrokers(), { topic: done.topic, partition: done.partition, offset: done.offset, key: taskId });
-    expect(events.map((e) => e.value.event)).toEqual(['task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.succeeded']);
+    const events = await readTaskEvents(testBrokers(), {
+      topic: done.topic,
+      partition: done.partition,
+      offset: done.offset,
+      key: taskId,
+    });
+    expect(events.map((e) => e.value.event)).toEqual([
+      'task.accepted',
+      'task.started',
+      'task.progress',
+      'task.progress',
+      'task.succeeded',
+    ]);
   });
 
   test('a bad task request ends in task.failed with a Problem, never in silence', async () => {
-    const cases = { json: '{nope', type: '{"type":"nope","input":{}}', input: '{"type":"countdown","input":{"steps":-1}}' };
+    const cases = {
+      json: '{nope',
+      type: '{"type":"nope","input":{}}',
+      input: '{"type":"countdown","input":{"steps":-1}}',
+    };
     for (const [what, value] of Object.entries(cases)) {
       const taskId = `kafka-bad-${what}-${Date.now()}`;
       await produce(taskId, value);

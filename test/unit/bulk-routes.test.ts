@@ -70,23 +70,40 @@ describe('bulk update (PATCH /orders)', () => {
   test('every listed resource is merge-patched, all in one write', async () => {
     const [a, b] = await created(40, 41);
     const res = await call(api.app, '/orders', {
-      method: 'PATCH', body: { order: [{ _links: a._links, status: 'shipped' }, { _links: b._links, itemCount: 9 }] },
+      method: 'PATCH',
+      body: {
+        order: [
+          { _links: a._links, status: 'shipped' },
+          { _links: b._links, itemCount: 9 },
+        ],
+      },
     });
     expect(res.status).toBe(200);
-    expect(res.body._embedded.orders.map((o: { status: string; itemCount: number }) => [o.status, o.itemCount]))
-      .toEqual([['shipped', 1], ['open', 9]]);
+    expect(
+      res.body._embedded.orders.map((o: { status: string; itemCount: number }) => [o.status, o.itemCount]),
+    ).toEqual([
+      ['shipped', 1],
+      ['open', 9],
+    ]);
   });
 
   test('one failing element changes none: 400, or 404 when every failure is a missing resource', async () => {
     const [a] = await created(50);
     const before = transactions();
     const invalid = await call(api.app, '/orders', {
-      method: 'PATCH', body: { order: [{ _links: a._links, status: 'packed' }, { _links: a._links, itemCount: -1 }] },
+      method: 'PATCH',
+      body: {
+        order: [
+          { _links: a._links, status: 'packed' },
+          { _links: a._links, itemCount: -1 },
+        ],
+      },
     });
     expect(invalid.status).toBe(400);
     expect(invalid.body.errors[0]).toMatchObject({ instance: '/orders/1', status: 400 });
     const missing = await call(api.app, '/orders', {
-      method: 'PATCH', body: { order: [{ _links: { self: { href: '/orders/no-such-order' } }, status: 'x' }] },
+      method: 'PATCH',
+      body: { order: [{ _links: { self: { href: '/orders/no-such-order' } }, status: 'x' }] },
     });
     expect(missing.status).toBe(404);
     expect(missing.body.errors[0]).toMatchObject({ instance: '/orders/0', status: 404 });

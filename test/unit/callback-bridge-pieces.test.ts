@@ -4,7 +4,13 @@ import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Subscription } from '../../src/subscriptions/subscription';
 
 const record = (partition: number, offset: number, fields: Partial<IncomingRecord> = {}): IncomingRecord => ({
-  topic: 'events', partition, offset: String(offset), key: 't1', value: '{}', headers: {}, timestamp: '1000',
+  topic: 'events',
+  partition,
+  offset: String(offset),
+  key: 't1',
+  value: '{}',
+  headers: {},
+  timestamp: '1000',
   ...fields,
 });
 
@@ -54,11 +60,19 @@ describe('bridge events', () => {
     const headers = { ce_type: 'task.progress', ce_id: 'ev-1', ce_tenant: 'acme' };
     const e = parseEvent(record(0, 5, { headers, value: '{"data":{"current":1}}' }), 'events');
     expect(e).toEqual({
-      kind: 'task.progress', id: 'ev-1', time: 1000, taskId: 't1', tenant: 'acme', data: { current: 1 },
+      kind: 'task.progress',
+      id: 'ev-1',
+      time: 1000,
+      taskId: 't1',
+      tenant: 'acme',
+      data: { current: 1 },
     });
     expect(JSON.parse(callbackBody(sub, e!, 'http://api'))).toEqual({
       _links: { self: { href: 'http://api/subscriptions/s-1' }, task: { href: 'http://api/tasks/t1' } },
-      UUID: 's-1', event: 'task.progress', taskId: 't1', data: { current: 1 },
+      UUID: 's-1',
+      event: 'task.progress',
+      taskId: 't1',
+      data: { current: 1 },
     });
   });
 

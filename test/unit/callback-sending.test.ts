@@ -17,9 +17,14 @@ afterEach(() => agent.close());
 
 const secret = newSecret();
 const message = (over: Partial<CallbackMessage> = {}): CallbackMessage => ({
-  subscriptionId: 'sub-1', callbackUrl: `${ORIGIN}/hooks/a?tenant=1`, secret, webhookId: 'msg_2f1',
+  subscriptionId: 'sub-1',
+  callbackUrl: `${ORIGIN}/hooks/a?tenant=1`,
+  secret,
+  webhookId: 'msg_2f1',
   event: 'task.succeeded',
-  taskId: 'task-1', body: JSON.stringify({ UUID: 'sub-1', event: 'task.succeeded', data: { result: 1 } }), ...over,
+  taskId: 'task-1',
+  body: JSON.stringify({ UUID: 'sub-1', event: 'task.succeeded', data: { result: 1 } }),
+  ...over,
 });
 
 /** sendCallback takes the bridge's Agent; a MockAgent is a Dispatcher like it, and a dispatcher is all it uses. */
@@ -35,12 +40,18 @@ interface Seen {
 /** Answers the next POST to the receiver with `statusCode`, recording what was sent. */
 function receiverAnswers(statusCode: number, headers: Record<string, string> = {}): Seen[] {
   const seen: Seen[] = [];
-  agent.get(ORIGIN).intercept({ path: /.*/, method: 'POST' }).reply((opts) => {
-    seen.push({
-      path: opts.path, method: opts.method, headers: opts.headers as Record<string, string>, body: String(opts.body),
+  agent
+    .get(ORIGIN)
+    .intercept({ path: /.*/, method: 'POST' })
+    .reply((opts) => {
+      seen.push({
+        path: opts.path,
+        method: opts.method,
+        headers: opts.headers as Record<string, string>,
+        body: String(opts.body),
+      });
+      return { statusCode, data: '', responseOptions: { headers } };
     });
-    return { statusCode, data: '', responseOptions: { headers } };
-  });
   return seen;
 }
 
@@ -53,14 +64,17 @@ describe('the callback request', () => {
     const [request] = seen;
     expect(request).toMatchObject({ method: 'POST', path: '/hooks/a?tenant=1', body: m.body });
     expect(request.headers).toMatchObject({
-      'content-type': 'application/json', 'webhook-id': 'msg_2f1', traceparent: m.traceparent,
-      'webhook-timestamp': expect.stringMatching(/^\d+$/), 'webhook-signature': expect.stringMatching(/^v1,/),
+      'content-type': 'application/json',
+      'webhook-id': 'msg_2f1',
+      traceparent: m.traceparent,
+      'webhook-timestamp': expect.stringMatching(/^\d+$/),
+      'webhook-signature': expect.stringMatching(/^v1,/),
     });
     expect(Math.abs(Number(request.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
     expect(new Webhook(secret).verify(request.body, request.headers)).toEqual(JSON.parse(m.body));
   });
 
-  test('another secret does not verify: the signature is the subscription\'s own', async () => {
+  test("another secret does not verify: the signature is the subscription's own", async () => {
     const seen = receiverAnswers(200);
     await send(message());
     expect(() => new Webhook(newSecret()).verify(seen[0].body, seen[0].headers)).toThrow();
@@ -94,10 +108,14 @@ describe('classifying the answer', () => {
   test.each([301, 302, 307, 308])('%i is a failure: the redirect is not followed', async (status) => {
     const seen = receiverAnswers(status, { location: `${ORIGIN}/elsewhere` });
     const elsewhere: string[] = [];
-    agent.get(ORIGIN).intercept({ path: '/elsewhere', method: 'POST' }).reply(() => {
-      elsewhere.push('followed');
-      return { statusCode: 200, data: '' };
-    }).persist();
+    agent
+      .get(ORIGIN)
+      .intercept({ path: '/elsewhere', method: 'POST' })
+      .reply(() => {
+        elsewhere.push('followed');
+        return { statusCode: 200, data: '' };
+      })
+      .persist();
     expect(await send(message())).toMatchObject({ outcome: 'failed', statusCode: status, error: `answered ${status}` });
     expect(seen).toHaveLength(1);
     expect(elsewhere).toEqual([]);

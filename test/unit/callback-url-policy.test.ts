@@ -5,27 +5,61 @@ import { checkCallbackUrl, guardedLookup, isInternalAddress } from '../../src/su
 /** A fixed resolver for names, so the public case needs no network; `localhost` uses the system's. */
 const lookup = async (host: string) => {
   const table: Record<string, string[]> = {
-    'hooks.example.com': ['93.184.215.14'], 'rebind.example.com': ['93.184.215.14', '10.0.0.5'],
-    'v6.example.com': ['2606:4700::6810:85e5'], 'translated.example.com': ['::ffff:0:7f00:1'],
-    'nat64.example.com': ['64:ff9b::a00:5'], 'sixtofour.example.com': ['2002:a9fe:a9fe::1'],
+    'hooks.example.com': ['93.184.215.14'],
+    'rebind.example.com': ['93.184.215.14', '10.0.0.5'],
+    'v6.example.com': ['2606:4700::6810:85e5'],
+    'translated.example.com': ['::ffff:0:7f00:1'],
+    'nat64.example.com': ['64:ff9b::a00:5'],
+    'sixtofour.example.com': ['2002:a9fe:a9fe::1'],
   };
   if (table[host]) return table[host];
   throw new Error('ENOTFOUND');
 };
 
 const REFUSED = [
-  'http://127.0.0.1/hook', 'http://127.1/hook', 'http://2130706433/hook', 'http://0177.0.0.1/hook', 'http://0x7f.0.0.1/hook',
-  'http://[::1]/hook', 'http://[::ffff:127.0.0.1]/hook', 'http://[::ffff:7f00:1]/hook', 'http://10.1.2.3/hook', 'http://172.16.0.1/hook',
-  'http://192.168.1.1/hook', 'http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/hook', 'http://[fd00::1]/hook',
-  'http://224.0.0.1/hook', 'http://[ff02::1]/hook', 'http://0.0.0.0/hook', 'http://100.64.0.1/hook', 'http://localhost:8080/hook',
-  'http://rebind.example.com/hook', 'http://no-such-host.invalid/hook',
+  'http://127.0.0.1/hook',
+  'http://127.1/hook',
+  'http://2130706433/hook',
+  'http://0177.0.0.1/hook',
+  'http://0x7f.0.0.1/hook',
+  'http://[::1]/hook',
+  'http://[::ffff:127.0.0.1]/hook',
+  'http://[::ffff:7f00:1]/hook',
+  'http://10.1.2.3/hook',
+  'http://172.16.0.1/hook',
+  'http://192.168.1.1/hook',
+  'http://169.254.169.254/latest/meta-data',
+  'http://[fe80::1]/hook',
+  'http://[fd00::1]/hook',
+  'http://224.0.0.1/hook',
+  'http://[ff02::1]/hook',
+  'http://0.0.0.0/hook',
+  'http://100.64.0.1/hook',
+  'http://localhost:8080/hook',
+  'http://rebind.example.com/hook',
+  'http://no-such-host.invalid/hook',
 ];
-const MALFORMED = ['ftp://hooks.example.com/x', 'hooks.example.com/x', '/relative', 'http://user:pw@hooks.example.com/x', 'javascript:alert(1)', 'file:///etc/passwd'];
-const ALLOWED = ['https://hooks.example.com/x', 'http://93.184.215.14:8080/x', 'https://v6.example.com/hook', 'https://[2606:4700::6810:85e5]/hook'];
+const MALFORMED = [
+  'ftp://hooks.example.com/x',
+  'hooks.example.com/x',
+  '/relative',
+  'http://user:pw@hooks.example.com/x',
+  'javascript:alert(1)',
+  'file:///etc/passwd',
+];
+const ALLOWED = [
+  'https://hooks.example.com/x',
+  'http://93.184.215.14:8080/x',
+  'https://v6.example.com/hook',
+  'https://[2606:4700::6810:85e5]/hook',
+];
 
 describe('callback URL policy', () => {
   test.each(REFUSED)('refuses %s, an internal target, by default', async (url) => {
-    const verdict = await checkCallbackUrl(url, { allowPrivate: false, lookup: (h) => (h === 'localhost' ? Promise.resolve(['127.0.0.1']) : lookup(h)) });
+    const verdict = await checkCallbackUrl(url, {
+      allowPrivate: false,
+      lookup: (h) => (h === 'localhost' ? Promise.resolve(['127.0.0.1']) : lookup(h)),
+    });
     expect(verdict.ok).toBe(false);
   });
 
@@ -38,16 +72,22 @@ describe('callback URL policy', () => {
   });
 
   test('the system resolver resolves localhost to loopback, which is refused', async () => {
-    expect(await checkCallbackUrl('http://localhost/hook', { allowPrivate: false })).toMatchObject({ ok: false, reason: expect.stringMatching(/internal address/) });
+    expect(await checkCallbackUrl('http://localhost/hook', { allowPrivate: false })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/internal address/),
+    });
   });
 
   test('a name whose lookup never answers is refused instead of holding the request', async () => {
     const never = () => new Promise<string[]>(() => undefined);
-    expect(await checkCallbackUrl('https://stalls.example.com/x', { allowPrivate: false, lookup: never })).toMatchObject({ ok: false, reason: expect.stringMatching(/does not resolve/) });
+    expect(
+      await checkCallbackUrl('https://stalls.example.com/x', { allowPrivate: false, lookup: never }),
+    ).toMatchObject({ ok: false, reason: expect.stringMatching(/does not resolve/) });
   });
 
   test('CALLBACK_ALLOW_PRIVATE lets loopback and private targets through', async () => {
-    for (const url of ['http://127.0.0.1:9/x', 'http://[::1]:9/x', 'http://10.0.0.1/x']) expect((await checkCallbackUrl(url, { allowPrivate: true })).ok).toBe(true);
+    for (const url of ['http://127.0.0.1:9/x', 'http://[::1]:9/x', 'http://10.0.0.1/x'])
+      expect((await checkCallbackUrl(url, { allowPrivate: true })).ok).toBe(true);
   });
 
   test('public addresses are not internal; mapped IPv6 forms are judged by their IPv4 address', () => {
@@ -63,21 +103,41 @@ describe('callback URL policy', () => {
  * URL parser rewrites `[::127.0.0.1]` as `[::7f00:1]`, so both spellings are here.
  */
 const EMBEDDED_INTERNAL = [
-  'http://[::127.0.0.1]/hook', 'http://[::7f00:1]/hook', 'http://[::10.0.0.1]/hook', 'http://[::169.254.169.254]/hook',
-  'http://[::ffff:0:127.0.0.1]/hook', 'http://[::ffff:0:7f00:1]/hook', 'http://[::ffff:0:192.168.0.1]/hook',
-  'http://[::ffff:169.254.169.254]/hook', 'http://[0:0:0:0:0:ffff:127.0.0.1]/hook',
-  'http://[64:ff9b::127.0.0.1]/hook', 'http://[64:ff9b::a9fe:a9fe]/hook', 'http://[64:ff9b::10.1.2.3]/hook',
-  'http://[2002:7f00:1::1]/hook', 'http://[2002:a00:1::]/hook', 'http://[2002:c0a8:101:1::5]/hook',
-  'http://translated.example.com/hook', 'http://nat64.example.com/hook', 'http://sixtofour.example.com/hook',
+  'http://[::127.0.0.1]/hook',
+  'http://[::7f00:1]/hook',
+  'http://[::10.0.0.1]/hook',
+  'http://[::169.254.169.254]/hook',
+  'http://[::ffff:0:127.0.0.1]/hook',
+  'http://[::ffff:0:7f00:1]/hook',
+  'http://[::ffff:0:192.168.0.1]/hook',
+  'http://[::ffff:169.254.169.254]/hook',
+  'http://[0:0:0:0:0:ffff:127.0.0.1]/hook',
+  'http://[64:ff9b::127.0.0.1]/hook',
+  'http://[64:ff9b::a9fe:a9fe]/hook',
+  'http://[64:ff9b::10.1.2.3]/hook',
+  'http://[2002:7f00:1::1]/hook',
+  'http://[2002:a00:1::]/hook',
+  'http://[2002:c0a8:101:1::5]/hook',
+  'http://translated.example.com/hook',
+  'http://nat64.example.com/hook',
+  'http://sixtofour.example.com/hook',
 ];
 /** Not judged by an embedded address: refused as a whole (Teredo, local-use NAT64, and other non-global IPv6). */
 const OTHER_IPV6_INTERNAL = [
-  'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook', 'http://[2001::1]/hook', 'http://[64:ff9b:1::a00:1]/hook',
-  'http://[::]/hook', 'http://[100::1]/hook', 'http://[2001:db8::1]/hook', 'http://[5f00::1]/hook',
-  'http://[4000::1]/hook', 'http://[fec0::1]/hook',
+  'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook',
+  'http://[2001::1]/hook',
+  'http://[64:ff9b:1::a00:1]/hook',
+  'http://[::]/hook',
+  'http://[100::1]/hook',
+  'http://[2001:db8::1]/hook',
+  'http://[5f00::1]/hook',
+  'http://[4000::1]/hook',
+  'http://[fec0::1]/hook',
 ];
 const EMBEDDED_PUBLIC = [
-  'http://[::ffff:8.8.8.8]/hook', 'http://[64:ff9b::8.8.8.8]/hook', 'http://[2002:808:808::1]/hook',
+  'http://[::ffff:8.8.8.8]/hook',
+  'http://[64:ff9b::8.8.8.8]/hook',
+  'http://[2002:808:808::1]/hook',
 ];
 const REFUSED_AS_INTERNAL = { ok: false, reason: expect.stringMatching(/internal address/) };
 

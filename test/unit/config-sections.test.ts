@@ -28,12 +28,16 @@ describe('HTTP limits', () => {
 describe('PUBLIC_URL', () => {
   test('an absolute http(s) URL, kept without its trailing slash', () => {
     expect(loadConfig({}).publicUrl).toBeUndefined();
-    expect(loadConfig({ PUBLIC_URL: 'https://api.example.com/hookstream/' }).publicUrl)
-      .toBe('https://api.example.com/hookstream');
+    expect(loadConfig({ PUBLIC_URL: 'https://api.example.com/hookstream/' }).publicUrl).toBe(
+      'https://api.example.com/hookstream',
+    );
   });
 
   const refused = [
-    'api.example.com', 'ftp://api.example.com', 'https://api.example.com/?x=1', 'https://u:p@api.example.com',
+    'api.example.com',
+    'ftp://api.example.com',
+    'https://api.example.com/?x=1',
+    'https://u:p@api.example.com',
   ];
   test.each(refused)('%s is refused, by name', (value) => {
     expect(problemsOf({ PUBLIC_URL: value })).toEqual([expect.stringMatching(/^PUBLIC_URL=/)]);
@@ -46,10 +50,12 @@ describe('tracing (OTEL_*)', () => {
   });
 
   test('an OTLP endpoint asks for export, to its /v1/traces; a traces endpoint is used as given', () => {
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing.url)
-      .toBe('http://collector:4318/v1/traces');
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing.url).toBe(
+      'http://collector:4318/v1/traces',
+    );
     const both = {
-      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b/traces',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b/traces',
     };
     expect(loadConfig(both).tracing.url).toBe('http://b/traces');
     expect(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp' }).tracing.url).toBe('http://localhost:4318/v1/traces');
@@ -59,17 +65,20 @@ describe('tracing (OTEL_*)', () => {
     const none = { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a' };
     expect(loadConfig(none).tracing.url).toBeUndefined();
     expect(loadConfig({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' }).tracing.url).toBeUndefined();
-    expect(problemsOf({ OTEL_TRACES_EXPORTER: 'zipkin' }))
-      .toEqual(['OTEL_TRACES_EXPORTER="zipkin" must be otlp or none']);
+    expect(problemsOf({ OTEL_TRACES_EXPORTER: 'zipkin' })).toEqual([
+      'OTEL_TRACES_EXPORTER="zipkin" must be otlp or none',
+    ]);
   });
 
   test('headers are comma-separated key=value pairs, URL-decoded; the service name is configurable', () => {
     const c = loadConfig({
-      OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20abc, x-team = core,broken',
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20abc, x-team = core,broken',
       OTEL_SERVICE_NAME: 'hookstream-eu',
     });
     expect(c.tracing).toMatchObject({
-      headers: { authorization: 'Bearer abc', 'x-team': 'core' }, serviceName: 'hookstream-eu',
+      headers: { authorization: 'Bearer abc', 'x-team': 'core' },
+      serviceName: 'hookstream-eu',
     });
   });
 });

@@ -5,7 +5,14 @@ import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../src/config';
 describe('configuration', () => {
   test('defaults apply when nothing is set, with a generated dev key', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ port: 3000, host: '0.0.0.0', kafkaBrokers: undefined, topicPrefix: 'hookstream.', role: 'all', logLevel: 'info' });
+    expect(c).toMatchObject({
+      port: 3000,
+      host: '0.0.0.0',
+      kafkaBrokers: undefined,
+      topicPrefix: 'hookstream.',
+      role: 'all',
+      logLevel: 'info',
+    });
     expect(c.callbacks.allowPrivate).toBe(false);
     expect(c.apiKeys.generated).toBe(true);
     expect([...c.apiKeys.byKey.values()]).toEqual(['dev']);
@@ -21,13 +28,21 @@ describe('configuration', () => {
   test('every bad value is reported at once, by name', () => {
     let error: unknown;
     try {
-      loadConfig({ PORT: '70000', KAFKA_BROKERS: 'nohost', ROLE: 'chef', CALLBACK_ALLOW_PRIVATE: 'maybe', API_KEYS: 'short:key', LOG_LEVEL: 'loud' });
+      loadConfig({
+        PORT: '70000',
+        KAFKA_BROKERS: 'nohost',
+        ROLE: 'chef',
+        CALLBACK_ALLOW_PRIVATE: 'maybe',
+        API_KEYS: 'short:key',
+        LOG_LEVEL: 'loud',
+      });
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const text = (error as ConfigError).problems.join('\n');
-    for (const name of ['PORT', 'KAFKA_BROKERS', 'ROLE', 'CALLBACK_ALLOW_PRIVATE', 'API_KEYS', 'LOG_LEVEL']) expect(text).toContain(name);
+    for (const name of ['PORT', 'KAFKA_BROKERS', 'ROLE', 'CALLBACK_ALLOW_PRIVATE', 'API_KEYS', 'LOG_LEVEL'])
+      expect(text).toContain(name);
   });
 
   test('a role given on the command line overrides ROLE', () => {
@@ -35,7 +50,10 @@ describe('configuration', () => {
   });
 
   test('KAFKA_BROKERS accepts a list of host:port', () => {
-    expect(loadConfig({ KAFKA_BROKERS: 'kafka:9092, 10.0.0.1:19092' }).kafkaBrokers).toEqual(['kafka:9092', '10.0.0.1:19092']);
+    expect(loadConfig({ KAFKA_BROKERS: 'kafka:9092, 10.0.0.1:19092' }).kafkaBrokers).toEqual([
+      'kafka:9092',
+      '10.0.0.1:19092',
+    ]);
   });
 
   test('KAFKA_STARTUP_TIMEOUT_MS: 120 s by default, an integer from 1000, read and documented', () => {

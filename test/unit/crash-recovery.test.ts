@@ -8,7 +8,8 @@ function crashSource() {
   return {
     events: { CRASH: 'consumer.crash' },
     on: ((event, listener) => emitter.on(event, listener)) as CrashSource['on'],
-    crash: (restart: boolean) => emitter.emit('consumer.crash', { payload: { error: new Error('boom'), groupId: 'g', restart } }),
+    crash: (restart: boolean) =>
+      emitter.emit('consumer.crash', { payload: { error: new Error('boom'), groupId: 'g', restart } }),
   };
 }
 

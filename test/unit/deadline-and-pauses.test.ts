@@ -11,7 +11,7 @@ describe('Deadline', () => {
 });
 
 describe('abortable pauses', () => {
-  test('sleep rejects with the signal\'s reason as soon as it aborts, and at once when already aborted', async () => {
+  test("sleep rejects with the signal's reason as soon as it aborts, and at once when already aborted", async () => {
     const controller = new AbortController();
     const started = performance.now();
     const sleeping = sleep(60000, controller.signal);

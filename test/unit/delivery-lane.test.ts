@@ -1,9 +1,7 @@
 import { MockAgent, type Agent } from 'undici';
 import { DeliveryLane, LaneStopped, type LaneDeps } from '../../consumers/callback-bridge/delivery-lanes';
 import { createLogger } from '../../src/logger';
-import {
-  CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS,
-} from '../../src/subscriptions/subscription-lease';
+import { CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { FakePublisher, FakeView } from './fakes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
@@ -17,7 +15,16 @@ const topics = { deliveries: 'deliveries', callbackDeadLetters: 'dlq' };
 
 function subscription(id: string, mode: Subscription['mode'] = 'continuous'): Subscription {
   const now = new Date().toISOString();
-  return { id, tenant: 't', callbackUrl: `${ORIGIN}/${id}`, mode, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', status: 'active', createdAt: now, updatedAt: now };
+  return {
+    id,
+    tenant: 't',
+    callbackUrl: `${ORIGIN}/${id}`,
+    mode,
+    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    status: 'active',
+    createdAt: now,
+    updatedAt: now,
+  };
 }
 
 function setup(maxAttempts = 5) {
@@ -27,8 +34,13 @@ function setup(maxAttempts = 5) {
   const subscriptions = new FakeView<Subscription>();
   const store = new SubscriptionStore({ view: subscriptions, publisher, topic: 'subs', timeoutMs: 1000 });
   const deps: LaneDeps = {
-    publisher, subscriptions: store, agent: agent as unknown as Agent, logger: createLogger('silent'), topics,
-    callbacks: { timeoutMs: 1000, maxAttempts, backoffBaseMs: 1, backoffMaxMs: 5 }, kafkaTimeoutMs: 1000,
+    publisher,
+    subscriptions: store,
+    agent: agent as unknown as Agent,
+    logger: createLogger('silent'),
+    topics,
+    callbacks: { timeoutMs: 1000, maxAttempts, backoffBaseMs: 1, backoffMaxMs: 5 },
+    kafkaTimeoutMs: 1000,
   };
   return { agent, publisher, subscriptions, deps };
 }
@@ -36,13 +48,22 @@ function setup(maxAttempts = 5) {
 /** Answers each POST to `path` with the next status of `statuses` (the last one repeats), recording event order. */
 function receiver(agent: MockAgent, path: string, statuses: number[], received: string[]): void {
   let i = 0;
-  agent.get(ORIGIN).intercept({ path, method: 'POST' }).reply((opts) => {
-    received.push(JSON.parse(String(opts.body)).event);
-    return { statusCode: statuses[Math.min(i++, statuses.length - 1)] };
-  }).persist();
+  agent
+    .get(ORIGIN)
+    .intercept({ path, method: 'POST' })
+    .reply((opts) => {
+      received.push(JSON.parse(String(opts.body)).event);
+      return { statusCode: statuses[Math.min(i++, statuses.length - 1)] };
+    })
+    .persist();
 }
 
-const parts = (subscriptionId: string, n: number) => ({ subscriptionId, webhookId: `msg_${n}`, event: `e${n}`, body: JSON.stringify({ event: `e${n}` }) });
+const parts = (subscriptionId: string, n: number) => ({
+  subscriptionId,
+  webhookId: `msg_${n}`,
+  event: `e${n}`,
+  body: JSON.stringify({ event: `e${n}` }),
+});
 
 describe('DeliveryLane', () => {
   test('a failing head is retried in place and the events behind it wait: first receipts stay in order', async () => {
@@ -63,10 +84,14 @@ describe('DeliveryLane', () => {
     subscriptions.set('s1', subscription('s1'));
     const received: string[] = [];
     let calls = 0;
-    agent.get(ORIGIN).intercept({ path: '/s1', method: 'POST' }).reply((opts) => {
-      received.push(JSON.parse(String(opts.body)).event);
-      return { statusCode: calls++ < 2 ? 500 : 200 };
-    }).persist();
+    agent
+      .get(ORIGIN)
+      .intercept({ path: '/s1', method: 'POST' })
+      .reply((opts) => {
+        received.push(JSON.parse(String(opts.body)).event);
+        return { statusCode: calls++ < 2 ? 500 : 200 };
+      })
+      .persist();
     const lane = new DeliveryLane('s1', deps, () => undefined);
     const signal = new AbortController().signal;
     await Promise.all([lane.enqueue(parts('s1', 1), signal), lane.enqueue(parts('s1', 2), signal)]);

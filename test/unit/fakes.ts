@@ -2,8 +2,17 @@ import { topicNames, type Topics } from '../../src/kafka/topics';
 import { createLogger, type Logger } from '../../src/logger';
 import {
   KafkaUnavailableError,
-  type IncomingRecord, type OutgoingRecord, type PartitionReader, type PartitionReading, type PartitionReadOptions,
-  type PublishOptions, type Publisher, type RecordPosition, type StateView, type ViewSource, type ViewSpec,
+  type IncomingRecord,
+  type OutgoingRecord,
+  type PartitionReader,
+  type PartitionReading,
+  type PartitionReadOptions,
+  type PublishOptions,
+  type Publisher,
+  type RecordPosition,
+  type StateView,
+  type ViewSource,
+  type ViewSpec,
 } from '../../src/kafka/types';
 
 /**
@@ -33,7 +42,9 @@ export class FakePublisher implements Publisher {
       throw new Error('Kafka did not acknowledge (fake)');
     }
     const positions = records.map((r) => ({
-      topic: r.topic, partition: r.partition ?? 0, offset: String(this.offset++),
+      topic: r.topic,
+      partition: r.partition ?? 0,
+      offset: String(this.offset++),
     }));
     this.published.push(...records);
     this.log.push(...records.map((r, i) => ({ ...r, ...positions[i] })));
@@ -187,8 +198,9 @@ export class FakePartitionReader implements PartitionReader {
       pumping = true;
       try {
         for (;;) {
-          const next = publisher.log.find((r) => r.topic === options.topic && r.partition === options.partition
-            && BigInt(r.offset) >= position);
+          const next = publisher.log.find(
+            (r) => r.topic === options.topic && r.partition === options.partition && BigInt(r.offset) >= position,
+          );
           if (stopped) return;
           if (!next) {
             // Everything committed so far was passed: on Kafka, offsets up to the end (markers included).
@@ -197,8 +209,13 @@ export class FakePartitionReader implements PartitionReader {
             return;
           }
           const record: IncomingRecord = {
-            topic: next.topic, partition: next.partition, offset: next.offset, key: next.key, value: next.value,
-            headers: next.headers ?? {}, timestamp: String(Date.now()),
+            topic: next.topic,
+            partition: next.partition,
+            offset: next.offset,
+            key: next.key,
+            value: next.value,
+            headers: next.headers ?? {},
+            timestamp: String(Date.now()),
           };
           await options.onRecord(record);
           position = BigInt(next.offset) + 1n;
@@ -212,26 +229,27 @@ export class FakePartitionReader implements PartitionReader {
     publisher.afterCommit.add(follow);
     this.openReadings += 1;
     const reading: PartitionReading = {
-      reached: (offset, timeoutMs) => new Promise<void>((resolve, reject) => {
-        const wait = {
-          timer: setTimeout(() => {
+      reached: (offset, timeoutMs) =>
+        new Promise<void>((resolve, reject) => {
+          const wait = {
+            timer: setTimeout(() => {
+              progress.delete(check);
+              waits.delete(wait);
+              reject(new KafkaUnavailableError(`offset ${offset} not reached in ${timeoutMs} ms (fake)`));
+            }, timeoutMs),
+            reject,
+          };
+          const check = () => {
+            if (position < BigInt(offset)) return;
+            clearTimeout(wait.timer);
             progress.delete(check);
             waits.delete(wait);
-            reject(new KafkaUnavailableError(`offset ${offset} not reached in ${timeoutMs} ms (fake)`));
-          }, timeoutMs),
-          reject,
-        };
-        const check = () => {
-          if (position < BigInt(offset)) return;
-          clearTimeout(wait.timer);
-          progress.delete(check);
-          waits.delete(wait);
-          resolve();
-        };
-        waits.add(wait);
-        progress.add(check);
-        check();
-      }),
+            resolve();
+          };
+          waits.add(wait);
+          progress.add(check);
+          check();
+        }),
       stop: async () => {
         if (stopped) return;
         stopped = true;

@@ -3,17 +3,27 @@ import type { TaskRecord, TaskSnapshot } from '../../src/tasks/task-snapshot';
 import { FakeView } from './fakes';
 
 const snapshot = (status: TaskSnapshot['status']): TaskSnapshot => ({
-  taskId: 'task-1', tenant: 't', type: 'countdown', status, topic: 'events', partition: 0, offset: 0, attempt: 1,
-  createdAt: '2026-11-24T10:00:00Z', updatedAt: '2026-11-24T10:00:00Z',
+  taskId: 'task-1',
+  tenant: 't',
+  type: 'countdown',
+  status,
+  topic: 'events',
+  partition: 0,
+  offset: 0,
+  attempt: 1,
+  createdAt: '2026-11-24T10:00:00Z',
+  updatedAt: '2026-11-24T10:00:00Z',
 });
 
 /* `Prefer: wait` waiters: woken by the view's change that ends the task; a waiter that is done costs nothing. */
 describe('FinalWaiters', () => {
-  test('a final snapshot wakes the task\'s waiters; a progress update does not', async () => {
+  test("a final snapshot wakes the task's waiters; a progress update does not", async () => {
     const view = new FakeView<TaskRecord>();
     const waiters = new FinalWaiters(view);
     let woken = false;
-    const waiting = waiters.wait('task-1', 60000).then(() => { woken = true; });
+    const waiting = waiters.wait('task-1', 60000).then(() => {
+      woken = true;
+    });
     view.set('task-1', snapshot('running'));
     await Promise.resolve();
     expect(woken).toBe(false);

@@ -22,16 +22,28 @@ async function createOrder(fields: Record<string, unknown> = newOrder): Promise<
 }
 
 const hrefsOf = (links: Record<string, { href: string } | { href: string }[]>) =>
-  Object.values(links).flat().map((l) => l.href);
+  Object.values(links)
+    .flat()
+    .map((l) => l.href);
 
 describe('HAL', () => {
   test('GET / is public and links every collection, health and the problem catalogue', async () => {
     const res = await call(api.app, '/', { key: null });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/hal\+json/);
-    expect(Object.keys(res.body._links)).toEqual(expect.arrayContaining(
-      ['self', 'users', 'items', 'orders', 'tasks', 'task-types', 'subscriptions', 'health', 'problems'],
-    ));
+    expect(Object.keys(res.body._links)).toEqual(
+      expect.arrayContaining([
+        'self',
+        'users',
+        'items',
+        'orders',
+        'tasks',
+        'task-types',
+        'subscriptions',
+        'health',
+        'problems',
+      ]),
+    );
     expect(res.body._links.orders).toEqual({ href: '/orders' });
   });
 
@@ -41,8 +53,10 @@ describe('HAL', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/hal\+json/);
     expect(res.body._links).toEqual({
-      self: { href: `/orders/${id}` }, collection: { href: '/orders' },
-      author: { href: '/users/u-ada' }, items: [{ href: '/items/i-widget' }],
+      self: { href: `/orders/${id}` },
+      collection: { href: '/orders' },
+      author: { href: '/users/u-ada' },
+      items: [{ href: '/items/i-widget' }],
     });
     expect(res.body).toMatchObject({ id, orderNumber: 7, itemCount: 2, status: 'open' });
     expect(res.body._embedded).toBeUndefined();
@@ -92,8 +106,11 @@ describe('fields and embedded', () => {
     for (const param of ['embedded', 'embed']) {
       const res = await call(api.app, `/orders/${id}?${param}=author,nosuchrelation`);
       expect(Object.keys(res.body._embedded)).toEqual(['author']);
-      expect(res.body._embedded.author)
-        .toMatchObject({ id: 'u-ada', name: 'Ada Lovelace', _links: { self: { href: '/users/u-ada' } } });
+      expect(res.body._embedded.author).toMatchObject({
+        id: 'u-ada',
+        name: 'Ada Lovelace',
+        _links: { self: { href: '/users/u-ada' } },
+      });
     }
     const both = await call(api.app, `/orders/${id}?embedded=author,items`);
     expect(both.body._embedded.items.map((i: { id: string }) => i.id)).toEqual(['i-widget']);
@@ -117,11 +134,13 @@ describe('fields and embedded', () => {
     expect(created.status).toBe(201);
     expect(created.body).toEqual({ status: 'open' });
     const replaced = await call(api.app, `/orders/${id}?fields=itemCount`, {
-      method: 'PUT', body: { orderNumber: 8, itemCount: 5, status: 'open' },
+      method: 'PUT',
+      body: { orderNumber: 8, itemCount: 5, status: 'open' },
     });
     expect(replaced.body).toEqual({ itemCount: 5 });
     const patched = await call(api.app, `/orders/${id}?fields=status`, {
-      method: 'PATCH', body: { status: 'shipped' },
+      method: 'PATCH',
+      body: { status: 'shipped' },
     });
     expect(patched.body).toEqual({ status: 'shipped' });
   });
@@ -170,7 +189,8 @@ describe('Problem Details', () => {
 
   test('400: a body that is not JSON, or not an object', async () => {
     const malformed = await call(api.app, '/orders', {
-      raw: '{"orderNumber":', headers: { 'content-type': 'application/json' },
+      raw: '{"orderNumber":',
+      headers: { 'content-type': 'application/json' },
     });
     expect(malformed.status).toBe(400);
     isProblem(malformed, 400);
@@ -199,7 +219,8 @@ describe('Problem Details', () => {
     expect(basic.status).toBe(401);
     // Which of two keys would count is a guess: refused, even when one of them is valid.
     const twice = await call(api.app, '/orders', {
-      key: null, headers: { authorization: [`Bearer ${TENANT_A_KEY}`, 'Bearer key-of-nobody-0123456789'] },
+      key: null,
+      headers: { authorization: [`Bearer ${TENANT_A_KEY}`, 'Bearer key-of-nobody-0123456789'] },
     });
     expect(twice.status).toBe(401);
     expect(twice.headers['www-authenticate']).toBe('Bearer error="invalid_request"');
@@ -240,8 +261,9 @@ describe('Problem Details', () => {
     const res = await call(api.app, '/orders', { headers: { accept: 'text/csv' } });
     expect(res.status).toBe(406);
     isProblem(res, 406);
-    expect((await call(api.app, '/orders', { headers: { accept: 'application/json;q=0, text/html' } })).status)
-      .toBe(406);
+    expect((await call(api.app, '/orders', { headers: { accept: 'application/json;q=0, text/html' } })).status).toBe(
+      406,
+    );
     for (const accept of ['*/*', 'application/hal+json', 'text/html, application/*;q=0.2']) {
       expect((await call(api.app, '/orders', { headers: { accept } })).status).toBe(200);
     }
@@ -252,12 +274,15 @@ describe('Problem Details', () => {
     expect(xml.status).toBe(415);
     isProblem(xml, 415);
     const mergeOnPost = await call(api.app, '/orders', {
-      body: newOrder, headers: { 'content-type': 'application/merge-patch+json' },
+      body: newOrder,
+      headers: { 'content-type': 'application/merge-patch+json' },
     });
     expect(mergeOnPost.status).toBe(415);
     const id = await createOrder();
     const mergeOnPatch = await call(api.app, `/orders/${id}`, {
-      method: 'PATCH', body: { status: 'packed' }, headers: { 'content-type': 'application/merge-patch+json' },
+      method: 'PATCH',
+      body: { status: 'packed' },
+      headers: { 'content-type': 'application/merge-patch+json' },
     });
     expect(mergeOnPatch.status).toBe(200);
   });
@@ -308,8 +333,9 @@ describe('methods', () => {
     const id = await createOrder();
     const partial = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { status: 'packed' } });
     expect(partial.status).toBe(400);
-    expect(partial.body.errors.map((e: { instance: string }) => e.instance))
-      .toEqual(expect.arrayContaining(['/orderNumber', '/itemCount']));
+    expect(partial.body.errors.map((e: { instance: string }) => e.instance)).toEqual(
+      expect.arrayContaining(['/orderNumber', '/itemCount']),
+    );
     expect((await call(api.app, `/orders/${id}`)).body.status).toBe('open');
     const missing = await call(api.app, '/orders/no-such-order', { method: 'PUT', body: newOrder });
     expect(missing.status).toBe(404);

@@ -11,8 +11,10 @@ const withPrefer = (prefer?: string | string[]) => ({ headers: { prefer } }) as 
 
 describe('Accept', () => {
   test('the ranges a client accepts at all, lower-cased, parameters dropped; q=0 means not acceptable', () => {
-    expect(acceptedRanges('Application/HAL+JSON; charset=utf-8, text/html;q=0.5, application/json;q=0'))
-      .toEqual(['application/hal+json', 'text/html']);
+    expect(acceptedRanges('Application/HAL+JSON; charset=utf-8, text/html;q=0.5, application/json;q=0')).toEqual([
+      'application/hal+json',
+      'text/html',
+    ]);
     expect(acceptedRanges('*/*')).toEqual(['*/*']);
   });
 });
@@ -37,8 +39,9 @@ describe('Retry-After of a task that is not final', () => {
   const created = (ageMs: number, now: number) => ({ createdAt: new Date(now - ageMs).toISOString() }) as TaskSnapshot;
   test('1 s in its first 10 s, 2 s until a minute, 5 s after', () => {
     const now = Date.now();
-    expect([0, 9999, 10000, 59999, 60000, 3_600_000].map((age) => pollIntervalSeconds(created(age, now), now)))
-      .toEqual([1, 1, 2, 2, 5, 5]);
+    expect([0, 9999, 10000, 59999, 60000, 3_600_000].map((age) => pollIntervalSeconds(created(age, now), now))).toEqual(
+      [1, 1, 2, 2, 5, 5],
+    );
   });
 });
 
@@ -51,12 +54,15 @@ describe('links', () => {
 
   test('a page links itself, next while more remain, prev when not at the start', () => {
     expect(pageLinks('/orders', 0, 10, 25)).toEqual({
-      self: { href: '/orders?offset=0&limit=10' }, next: { href: '/orders?offset=10&limit=10' },
+      self: { href: '/orders?offset=0&limit=10' },
+      next: { href: '/orders?offset=10&limit=10' },
     });
     expect(pageLinks('/orders', 20, 10, 25)).toEqual({
-      self: { href: '/orders?offset=20&limit=10' }, prev: { href: '/orders?offset=10&limit=10' },
+      self: { href: '/orders?offset=20&limit=10' },
+      prev: { href: '/orders?offset=10&limit=10' },
     });
-    expect(pageLinks('/tasks', 5, 10, 8, 'status=running&').prev)
-      .toEqual({ href: '/tasks?status=running&offset=0&limit=10' });
+    expect(pageLinks('/tasks', 5, 10, 8, 'status=running&').prev).toEqual({
+      href: '/tasks?status=running&offset=0&limit=10',
+    });
   });
 });

@@ -10,12 +10,21 @@ import { FakePublisher, FakeView } from './fakes';
 function keys(beforeReplay: () => Promise<void>) {
   const view = new FakeView<IdempotencyRecord>();
   const done: IdempotencyRecord = {
-    kind: 'done', scope: 't/key-1', fingerprint: 'fp', at: Date.now(), answer: { status: 202, ids: ['task-1'] },
+    kind: 'done',
+    scope: 't/key-1',
+    fingerprint: 'fp',
+    at: Date.now(),
+    answer: { status: 202, ids: ['task-1'] },
   };
   view.set('t/key-1', done);
   const k = new IdempotencyKeys({
-    view, publisher: new FakePublisher(), topic: 'keys', partitionFor: () => 0, timeoutMs: 1000,
-    logger: createLogger('silent'), beforeReplay,
+    view,
+    publisher: new FakePublisher(),
+    topic: 'keys',
+    partitionFor: () => 0,
+    timeoutMs: 1000,
+    logger: createLogger('silent'),
+    beforeReplay,
   });
   return k;
 }

@@ -36,7 +36,8 @@ describe('Idempotency-Key', () => {
     const key = freshKey();
     expect((await call(api.app, '/tasks', { body: countdown, ...keyed(key) })).status).toBe(202);
     const other = await call(api.app, '/tasks', {
-      body: { ...countdown, input: { steps: 3, stepMs: 0 } }, ...keyed(key),
+      body: { ...countdown, input: { steps: 3, stepMs: 0 } },
+      ...keyed(key),
     });
     expect(other.status).toBe(422);
     expect(other.body.type).toBe(problemType('idempotency-key-reused'));
@@ -48,15 +49,18 @@ describe('Idempotency-Key', () => {
   test('a 400 leaves no trace: the key can be used again for a valid request', async () => {
     const key = freshKey();
     const invalid = await call(api.app, '/orders', {
-      body: { orderNumber: 1, itemCount: 0, status: 'open' }, ...keyed(key),
+      body: { orderNumber: 1, itemCount: 0, status: 'open' },
+      ...keyed(key),
     });
     expect(invalid.status).toBe(400);
     const valid = await call(api.app, '/orders', {
-      body: { orderNumber: 1, itemCount: 1, status: 'open' }, ...keyed(key),
+      body: { orderNumber: 1, itemCount: 1, status: 'open' },
+      ...keyed(key),
     });
     expect(valid.status).toBe(201);
     const repeat = await call(api.app, '/orders', {
-      body: { orderNumber: 1, itemCount: 1, status: 'open' }, ...keyed(key),
+      body: { orderNumber: 1, itemCount: 1, status: 'open' },
+      ...keyed(key),
     });
     expect(repeat.headers['idempotent-replayed']).toBe('true');
     expect(repeat.body.id).toBe(valid.body.id);

@@ -1,5 +1,7 @@
 import {
-  IDEMPOTENCY_KEY_TTL_MS, IdempotencyKeys, type IdempotencyRecord,
+  IDEMPOTENCY_KEY_TTL_MS,
+  IdempotencyKeys,
+  type IdempotencyRecord,
 } from '../../src/idempotency/idempotency-keys';
 import { capturedLogger, FakePublisher, FakeView } from './fakes';
 
@@ -9,7 +11,7 @@ function keys(now: number, records: [string, IdempotencyRecord][] = []) {
   const view = new FakeView<IdempotencyRecord>();
   for (const [key, value] of records) view.set(key, value);
   const publisher = new FakePublisher((written) => {
-    for (const r of written) view.set(r.key, r.value === null ? undefined : JSON.parse(r.value) as IdempotencyRecord);
+    for (const r of written) view.set(r.key, r.value === null ? undefined : (JSON.parse(r.value) as IdempotencyRecord));
   });
   const { logger, lines } = capturedLogger();
   const k = new IdempotencyKeys({ view, publisher, topic: 'keys', partitionFor: () => 0, timeoutMs: 1000, logger });
@@ -17,10 +19,18 @@ function keys(now: number, records: [string, IdempotencyRecord][] = []) {
 }
 
 const done = (scope: string, at: number): IdempotencyRecord => ({
-  kind: 'done', scope, fingerprint: 'fp', at, answer: { status: 202, ids: ['task-1'] },
+  kind: 'done',
+  scope,
+  fingerprint: 'fp',
+  at,
+  answer: { status: 202, ids: ['task-1'] },
 });
 const claim = (scope: string, at: number): IdempotencyRecord => ({
-  kind: 'claim', scope, claimId: `c-${at}`, fingerprint: 'fp', at,
+  kind: 'claim',
+  scope,
+  claimId: `c-${at}`,
+  fingerprint: 'fp',
+  at,
 });
 
 describe('forgetting idempotency keys', () => {
@@ -33,7 +43,10 @@ describe('forgetting idempotency keys', () => {
       ['!claim/t/fresh', claim('t/fresh', now - 1000)],
     ]);
     expect(await k.sweep(now)).toBe(2);
-    expect(publisher.published.map((r) => [r.key, r.value])).toEqual([['t/old', null], ['!claim/t/stale', null]]);
+    expect(publisher.published.map((r) => [r.key, r.value])).toEqual([
+      ['t/old', null],
+      ['!claim/t/stale', null],
+    ]);
     expect(await k.begin('t', 'young', 'fp')).toMatchObject({ kind: 'replay' });
   });
 
@@ -61,9 +74,14 @@ describe('forgetting idempotency keys', () => {
     const decision = await k.begin('t', 'k-1', 'fp');
     if (decision.kind !== 'new') throw new Error(`expected a new key, got ${decision.kind}`);
     publisher.failNext = 1;
-    await expect(decision.run(() => ({ status: 400, ids: [] }), async () => {
-      throw new Error('invalid request');
-    })).rejects.toThrow('invalid request');
+    await expect(
+      decision.run(
+        () => ({ status: 400, ids: [] }),
+        async () => {
+          throw new Error('invalid request');
+        },
+      ),
+    ).rejects.toThrow('invalid request');
     // The release is written in the background; a turn of the event loop lets its failure be handled.
     await new Promise((resolve) => setImmediate(resolve));
     expect(lines.map((l) => l.msg)).toEqual(['could not release an idempotency key']);

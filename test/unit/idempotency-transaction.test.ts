@@ -1,6 +1,14 @@
-import { decodeIdempotencyRecord, IdempotencyKeys, type IdempotencyRecord } from '../../src/idempotency/idempotency-keys';
 import {
-  KafkaUnavailableError, type OutgoingRecord, type PublishOptions, type Publisher, type RecordPosition,
+  decodeIdempotencyRecord,
+  IdempotencyKeys,
+  type IdempotencyRecord,
+} from '../../src/idempotency/idempotency-keys';
+import {
+  KafkaUnavailableError,
+  type OutgoingRecord,
+  type PublishOptions,
+  type Publisher,
+  type RecordPosition,
 } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import { decodeTaskRecord, type TaskRecord } from '../../src/tasks/task-snapshot';
@@ -41,7 +49,9 @@ class Transactions implements Publisher {
   }
 
   async publishStaged(
-    first: OutgoingRecord[], then: (p: RecordPosition[]) => OutgoingRecord[], options?: PublishOptions,
+    first: OutgoingRecord[],
+    then: (p: RecordPosition[]) => OutgoingRecord[],
+    options?: PublishOptions,
   ): Promise<RecordPosition[]> {
     const positions = first.map((r, i) => ({ topic: r.topic, partition: 0, offset: String(this.offset + i) }));
     return this.publish([...first, ...then(positions)], options);
@@ -60,10 +70,19 @@ function setup() {
     { [topics.tasks]: decodeTaskRecord, [KEYS_TOPIC]: decodeIdempotencyRecord },
   );
   const keys = new IdempotencyKeys({
-    view: keyView, publisher, topic: KEYS_TOPIC, partitionFor: () => 0, timeoutMs: 1000, logger: createLogger('silent'),
+    view: keyView,
+    publisher,
+    topic: KEYS_TOPIC,
+    partitionFor: () => 0,
+    timeoutMs: 1000,
+    logger: createLogger('silent'),
   });
   const store = new TaskStore({
-    view: taskView, publisher: keys.wrap(publisher), topics, timeoutMs: 1000, retentionMs: 60000,
+    view: taskView,
+    publisher: keys.wrap(publisher),
+    topics,
+    timeoutMs: 1000,
+    retentionMs: 60000,
   });
   let n = 0;
   /** POST /tasks as the route runs it: the task id chosen first, the creation under the key. */
@@ -81,12 +100,13 @@ function setup() {
 
 afterEach(() => jest.restoreAllMocks());
 
-test('the creation\'s transaction holds the task request and the key\'s answer together', async () => {
+test("the creation's transaction holds the task request and the key's answer together", async () => {
   const { publisher, post } = setup();
   const created = await post('k1');
   const creation = publisher.committed.filter((tx) => tx.some((r) => r.topic === topics.taskRequests));
   expect(creation).toHaveLength(1);
-  const answers = creation[0].filter((r) => r.topic === KEYS_TOPIC && r.key === 'acme/k1')
+  const answers = creation[0]
+    .filter((r) => r.topic === KEYS_TOPIC && r.key === 'acme/k1')
     .map((r) => JSON.parse(r.value as string));
   expect(answers).toEqual([expect.objectContaining({ kind: 'done', answer: { status: 202, ids: [created.taskId] } })]);
   expect(await post('k1')).toEqual({ kind: 'replay', taskId: created.taskId });
@@ -119,7 +139,9 @@ test('a keyed request that wrote nothing (it failed before its write) frees its 
   const { keys } = setup();
   const decision = await keys.begin('acme', 'k4', 'fp');
   if (decision.kind !== 'new') throw new Error(`expected new, got ${decision.kind}`);
-  const failing = async () => { throw new Error('invalid'); };
+  const failing = async () => {
+    throw new Error('invalid');
+  };
   await expect(decision.run(() => ({ status: 202, ids: [] }), failing)).rejects.toThrow('invalid');
   expect((await keys.begin('acme', 'k4', 'fp')).kind).toBe('new');
 });

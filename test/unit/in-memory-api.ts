@@ -10,7 +10,8 @@ import { ResourceStore } from '../../src/resources/resource-store';
 import { seedResources } from '../../src/resources/seed';
 import { DeliveryHistory } from '../../src/subscriptions/delivery-attempt';
 import {
-  newSubscriptionRepresentation, subscriptionRepresentation,
+  newSubscriptionRepresentation,
+  subscriptionRepresentation,
 } from '../../src/subscriptions/subscription-representation';
 import { subscriptionRoutes, taskSubscriber } from '../../src/subscriptions/subscription-routes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
@@ -51,24 +52,38 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
   const resourceRegistry = new ResourceRegistry(exampleResources);
   const taskRegistry = new TaskRegistry(exampleTaskTypes);
   const idempotency = await IdempotencyKeys.open(kafka, {
-    publisher: kafka.publisher, topic: kafka.topics.idempotencyKeys, timeoutMs, logger, partitionFor: () => 0,
+    publisher: kafka.publisher,
+    topic: kafka.topics.idempotencyKeys,
+    timeoutMs,
+    logger,
+    partitionFor: () => 0,
   });
   const publisher = idempotency.wrap(kafka.publisher);
   const resources = await ResourceStore.open(kafka, {
-    publisher, resourcesTopic: kafka.topics.resources, domainEventsTopic: kafka.topics.domainEvents, timeoutMs,
+    publisher,
+    resourcesTopic: kafka.topics.resources,
+    domainEventsTopic: kafka.topics.domainEvents,
+    timeoutMs,
   });
   await seedResources(resourceRegistry, resources);
   const tasks = await TaskStore.open(kafka, { publisher, topics: kafka.topics, timeoutMs, retentionMs: 3600000 });
   const subscriptions = await SubscriptionStore.open(kafka, {
-    publisher, topic: kafka.topics.subscriptions, timeoutMs,
+    publisher,
+    topic: kafka.topics.subscriptions,
+    timeoutMs,
   });
   const history = await DeliveryHistory.open(kafka);
   const reader = new FakePartitionReader(kafka.publisher);
-  const resourceEvents = resourceRegistry.all().flatMap(({ decl }) =>
-    ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
+  const resourceEvents = resourceRegistry
+    .all()
+    .flatMap(({ decl }) => ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
   const subscriptionDeps = {
-    store: subscriptions, history, tasks, eventKinds: [...TASK_EVENT_KINDS, ...resourceEvents],
-    allowPrivate: options.allowPrivate ?? false, idempotency,
+    store: subscriptions,
+    history,
+    tasks,
+    eventKinds: [...TASK_EVENT_KINDS, ...resourceEvents],
+    allowPrivate: options.allowPrivate ?? false,
+    idempotency,
   };
   const app = await buildApp({
     logger,
@@ -81,18 +96,22 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
     routes: [
       {
         collections: ['tasks'],
-        plugin: (a) => taskRoutes(a, {
-          registry: taskRegistry, store: tasks, subscriber: taskSubscriber(subscriptionDeps), idempotency,
-          events: { reader, timeoutMs, heartbeatMs: 60000, logger },
-          subscriptionOf: (id) => {
-            const s = subscriptions.get(id);
-            return s && subscriptionRepresentation(s, history.of(id));
-          },
-          createdSubscriptionOf: (id) => {
-            const s = subscriptions.get(id);
-            return s && newSubscriptionRepresentation(s);
-          },
-        }),
+        plugin: (a) =>
+          taskRoutes(a, {
+            registry: taskRegistry,
+            store: tasks,
+            subscriber: taskSubscriber(subscriptionDeps),
+            idempotency,
+            events: { reader, timeoutMs, heartbeatMs: 60000, logger },
+            subscriptionOf: (id) => {
+              const s = subscriptions.get(id);
+              return s && subscriptionRepresentation(s, history.of(id));
+            },
+            createdSubscriptionOf: (id) => {
+              const s = subscriptions.get(id);
+              return s && newSubscriptionRepresentation(s);
+            },
+          }),
       },
       { collections: ['task-types'], plugin: (a) => taskTypeRoutes(a, { registry: taskRegistry }) },
       { collections: ['subscriptions'], plugin: (a) => subscriptionRoutes(a, subscriptionDeps) },

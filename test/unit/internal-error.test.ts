@@ -8,15 +8,17 @@ describe('500', () => {
   const logged: string[] = [];
 
   beforeAll(async () => {
-    app = await bareApp([{
-      collections: ['boom'],
-      plugin: async (a) => {
-        a.get('/boom', async (request) => {
-          logged.push(request.id);
-          throw new Error('secret detail at /srv/app/db.ts:42 password=hunter2');
-        });
+    app = await bareApp([
+      {
+        collections: ['boom'],
+        plugin: async (a) => {
+          a.get('/boom', async (request) => {
+            logged.push(request.id);
+            throw new Error('secret detail at /srv/app/db.ts:42 password=hunter2');
+          });
+        },
       },
-    }]);
+    ]);
   });
   afterAll(() => app.close());
 
@@ -26,7 +28,11 @@ describe('500', () => {
     expect(res.status).toBe(500);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const body = res.body;
-    expect(body).toMatchObject({ type: 'https://hookstream.dev/problems/internal-error', status: 500, instance: '/boom' });
+    expect(body).toMatchObject({
+      type: 'https://hookstream.dev/problems/internal-error',
+      status: 500,
+      instance: '/boom',
+    });
     expect(body.logref).toBe(logged[0]);
     expect(res.text).not.toMatch(/secret|hunter2|db\.ts|stack/);
   });

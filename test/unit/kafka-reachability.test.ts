@@ -25,7 +25,7 @@ describe('start-up: is any bootstrap broker reachable', () => {
     expect(await brokersUnreachable([closed, open])).toBeUndefined();
   });
 
-  test('none: the last one\'s error, which names the address', async () => {
+  test("none: the last one's error, which names the address", async () => {
     const err = await brokersUnreachable([closed]);
     expect(err?.message).toMatch(/ECONNREFUSED/);
     expect(err?.message).toContain(closed.split(':')[1]);

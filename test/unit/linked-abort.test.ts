@@ -1,7 +1,7 @@
 import { linkedAbort } from '../../src/lib/linked-abort';
 
 describe('linkedAbort', () => {
-  test('aborts when any source aborts, with that source\'s reason', () => {
+  test("aborts when any source aborts, with that source's reason", () => {
     const [a, b] = [new AbortController(), new AbortController()];
     const { signal } = linkedAbort([a.signal, b.signal]);
     expect(signal.aborted).toBe(false);
@@ -21,8 +21,14 @@ describe('linkedAbort', () => {
     let listeners = 0;
     const add = a.signal.addEventListener.bind(a.signal);
     const remove = a.signal.removeEventListener.bind(a.signal);
-    a.signal.addEventListener = (...args: Parameters<typeof add>) => { listeners += 1; add(...args); };
-    a.signal.removeEventListener = (...args: Parameters<typeof remove>) => { listeners -= 1; remove(...args); };
+    a.signal.addEventListener = (...args: Parameters<typeof add>) => {
+      listeners += 1;
+      add(...args);
+    };
+    a.signal.removeEventListener = (...args: Parameters<typeof remove>) => {
+      listeners -= 1;
+      remove(...args);
+    };
     const { signal, unlink } = linkedAbort([a.signal]);
     expect(listeners).toBe(1);
     unlink();

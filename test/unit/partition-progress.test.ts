@@ -69,7 +69,7 @@ describe('PartitionProgress', () => {
     expect(sent).toEqual([1n, 1n]);
   });
 
-  test('no further commit once the partition is no longer this member\'s', async () => {
+  test("no further commit once the partition is no longer this member's", async () => {
     const p = new PartitionProgress(0n);
     started(p, 0, 1);
     const { sent, open, send } = sender();

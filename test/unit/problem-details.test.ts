@@ -6,12 +6,16 @@ import { KafkaUnavailableError } from '../../src/kafka/types';
 
 describe('Problem Details', () => {
   test('a problem of a kind carries its type URI, title and status; extras may override the status', () => {
-    expect(problem('not-found', 'gone'))
-      .toEqual({ type: problemType('not-found'), title: 'Not found', status: 404, detail: 'gone' });
+    expect(problem('not-found', 'gone')).toEqual({
+      type: problemType('not-found'),
+      title: 'Not found',
+      status: 404,
+      detail: 'gone',
+    });
     expect(problem('not-found', 'x', { status: 410, instance: '/a' })).toMatchObject({ status: 410, instance: '/a' });
   });
 
-  test('a ProblemError\'s status follows its kind unless given', () => {
+  test("a ProblemError's status follows its kind unless given", () => {
     expect(new ProblemError('unauthorized', 'no key').status).toBe(401);
     expect(new ProblemError('bulk-failed', 'all missing', { status: 404 }).status).toBe(404);
   });

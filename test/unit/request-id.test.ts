@@ -8,15 +8,17 @@ let base: string;
 const seen: string[] = [];
 
 beforeAll(async () => {
-  app = await bareApp([{
-    collections: ['ids'],
-    plugin: async (a) => {
-      a.get('/ids', async (request) => {
-        seen.push(request.id);
-        return { ok: true };
-      });
+  app = await bareApp([
+    {
+      collections: ['ids'],
+      plugin: async (a) => {
+        a.get('/ids', async (request) => {
+          seen.push(request.id);
+          return { ok: true };
+        });
+      },
     },
-  }]);
+  ]);
   base = await app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(() => app.close());

@@ -19,11 +19,13 @@ describe('fields and embedded', () => {
     const out = applySelection(order(), {});
     expect(out).toMatchObject({ id: 'o-1', status: 'open', _links: { self: { href: '/orders/o-1' } } });
     expect(Object.keys(out._embedded ?? {})).toEqual(['items']);
-    expect(out._embedded?.items)
-      .toEqual([{
-        _links: { self: { href: '/items/i-w' } }, sku: 'W',
+    expect(out._embedded?.items).toEqual([
+      {
+        _links: { self: { href: '/items/i-w' } },
+        sku: 'W',
         _embedded: { maker: expect.objectContaining({ name: 'Ada' }) },
-      }]);
+      },
+    ]);
   });
 
   test('embedded replaces the default; a relation is computed only when asked for', () => {
@@ -39,8 +41,10 @@ describe('fields and embedded', () => {
 
   test('fields applies after embedding; _links and _embedded are selectable; unknown names are ignored', () => {
     expect(applySelection(order(), { fields: ['status', 'nope'] })).toEqual({ status: 'open' });
-    expect(Object.keys(applySelection(order(), { fields: ['_embedded', '_links'] })).sort())
-      .toEqual(['_embedded', '_links']);
+    expect(Object.keys(applySelection(order(), { fields: ['_embedded', '_links'] })).sort()).toEqual([
+      '_embedded',
+      '_links',
+    ]);
     expect(applySelection(order(), { fields: [] })).toEqual({});
   });
 

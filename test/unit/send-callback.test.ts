@@ -1,4 +1,9 @@
-import { backoffMs, createCallbackAgent, retryAfterMs, sendCallback } from '../../consumers/callback-bridge/send-callback';
+import {
+  backoffMs,
+  createCallbackAgent,
+  retryAfterMs,
+  sendCallback,
+} from '../../consumers/callback-bridge/send-callback';
 import { Receiver } from '../support/receiver';
 
 describe('retry timing', () => {
@@ -25,7 +30,13 @@ describe('the callback agent checks every connection', () => {
   test('a literal internal IP (which skips DNS) is refused at connect time unless private targets are allowed', async () => {
     const receiver = await new Receiver().start();
     const port = new URL(receiver.url).port;
-    const message = { subscriptionId: 's', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', webhookId: 'msg_1', event: 'e', body: '{}' };
+    const message = {
+      subscriptionId: 's',
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      webhookId: 'msg_1',
+      event: 'e',
+      body: '{}',
+    };
     const strict = createCallbackAgent(false);
     const lenient = createCallbackAgent(true);
     try {

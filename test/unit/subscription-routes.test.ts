@@ -28,8 +28,12 @@ describe('POST /subscriptions', () => {
     const { UUID } = res.body;
     expect(res.headers.location).toBe(`/subscriptions/${UUID}`);
     expect(res.body).toMatchObject({
-      status: 'active', mode: 'continuous', events: ['task.succeeded'], secret: expect.stringMatching(/^whsec_/),
-      message: expect.any(String), _links: { self: { href: `/subscriptions/${UUID}` } },
+      status: 'active',
+      mode: 'continuous',
+      events: ['task.succeeded'],
+      secret: expect.stringMatching(/^whsec_/),
+      message: expect.any(String),
+      _links: { self: { href: `/subscriptions/${UUID}` } },
     });
     const later = await call(tolerant.app, `/subscriptions/${UUID}`);
     expect(later.body.UUID).toBe(UUID);
@@ -45,13 +49,16 @@ describe('POST /subscriptions', () => {
     const res = await call(tolerant.app, '/subscriptions', { body: { ...subscription, callbackUrl: url } });
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({
-      type: problemType('subscription-rejected'), status: 403, errors: [{ instance: '/callbackUrl', status: 403 }],
+      type: problemType('subscription-rejected'),
+      status: 403,
+      errors: [{ instance: '/callbackUrl', status: 403 }],
     });
     expect(tolerant.kafka.publisher.published.length).toBe(before);
   });
 
   test.each(['http://127.0.0.1/hook', 'http://10.1.2.3/hook', 'http://169.254.169.254/latest', 'http://[::1]:8080/x'])(
-    'an internal target (%s) is 403 unless CALLBACK_ALLOW_PRIVATE', async (url) => {
+    'an internal target (%s) is 403 unless CALLBACK_ALLOW_PRIVATE',
+    async (url) => {
       const res = await call(strict.app, '/subscriptions', { body: { ...subscription, callbackUrl: url } });
       expect(res.status).toBe(403);
       expect(res.body.errors[0].detail).toMatch(/internal address/);
@@ -79,7 +86,7 @@ describe('POST /subscriptions', () => {
     expect(neither.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/events']);
   });
 
-  test('a subscription to a task needs the caller\'s own task', async () => {
+  test("a subscription to a task needs the caller's own task", async () => {
     const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
     const { taskId } = task.body;
     const mine = await call(tolerant.app, '/subscriptions', {
@@ -88,7 +95,8 @@ describe('POST /subscriptions', () => {
     expect(mine.status).toBe(201);
     expect(mine.body._links.task).toEqual({ href: `/tasks/${taskId}` });
     const theirs = await call(tolerant.app, '/subscriptions', {
-      key: TENANT_B_KEY, body: { callbackUrl: subscription.callbackUrl, mode: 'once', taskId },
+      key: TENANT_B_KEY,
+      body: { callbackUrl: subscription.callbackUrl, mode: 'once', taskId },
     });
     expect(theirs.status).toBe(400);
     expect(theirs.body.errors[0].instance).toBe('/taskId');
@@ -96,7 +104,7 @@ describe('POST /subscriptions', () => {
 });
 
 describe('reading and cancelling', () => {
-  test('another tenant\'s subscription is 404, and absent from its list', async () => {
+  test("another tenant's subscription is 404, and absent from its list", async () => {
     const { UUID } = await subscribe();
     expect((await call(tolerant.app, `/subscriptions/${UUID}`, { key: TENANT_B_KEY })).status).toBe(404);
     expect((await call(tolerant.app, `/subscriptions/${UUID}/deliveries`, { key: TENANT_B_KEY })).status).toBe(404);
@@ -107,7 +115,7 @@ describe('reading and cancelling', () => {
     expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
   });
 
-  test('GET /subscriptions lists the caller\'s own, oldest first, paged', async () => {
+  test("GET /subscriptions lists the caller's own, oldest first, paged", async () => {
     const first = await subscribe(subscription, TENANT_B_KEY);
     const second = await subscribe(subscription, TENANT_B_KEY);
     const res = await call(tolerant.app, '/subscriptions?limit=1', { key: TENANT_B_KEY });
@@ -122,7 +130,10 @@ describe('reading and cancelling', () => {
     const { UUID } = await subscribe();
     const res = await call(tolerant.app, `/subscriptions/${UUID}/deliveries`);
     expect(res.body).toMatchObject({
-      count: 0, total: 0, attempts: [], _links: { subscription: { href: `/subscriptions/${UUID}` } },
+      count: 0,
+      total: 0,
+      attempts: [],
+      _links: { subscription: { href: `/subscriptions/${UUID}` } },
     });
   });
 
@@ -131,11 +142,16 @@ describe('reading and cancelling', () => {
     for (let i = 0; i < 2; i += 1) {
       const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT' });
       expect(res.status).toBe(202);
-      expect(res.body)
-        .toMatchObject({ UUID, message: expect.any(String), _links: { self: { href: `/subscriptions/${UUID}` } } });
+      expect(res.body).toMatchObject({
+        UUID,
+        message: expect.any(String),
+        _links: { self: { href: `/subscriptions/${UUID}` } },
+      });
     }
-    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body)
-      .toMatchObject({ status: 'cancelled', cancelReason: 'requested' });
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body).toMatchObject({
+      status: 'cancelled',
+      cancelReason: 'requested',
+    });
   });
 
   test('a PUT whose body names another UUID is 403 and cancels nothing', async () => {

@@ -34,8 +34,11 @@ const steps: [TaskEventKind, Partial<TaskSnapshot>, unknown][] = [
   ['task.started', { status: 'running', attempt: 1 }, { attempt: 1 }],
   ['task.progress', { progress: { current: 1, total: 2 } }, { current: 1, total: 2 }],
   ['task.progress', { progress: { current: 2, total: 2 } }, { current: 2, total: 2 }],
-  ['task.succeeded', { status: 'succeeded', result: { steps: 2 }, finishedAt: new Date().toISOString() },
-    { result: { steps: 2 } }],
+  [
+    'task.succeeded',
+    { status: 'succeeded', result: { steps: 2 }, finishedAt: new Date().toISOString() },
+    { result: { steps: 2 } },
+  ],
 ];
 
 async function runToEnd(...taskIds: string[]): Promise<void> {
@@ -51,21 +54,23 @@ interface SseEvent {
 
 function parseSse(text: string): { events: SseEvent[]; head: string } {
   const blocks = text.split('\n\n').filter(Boolean);
-  const events = blocks.filter((b) => b.includes('event: ')).map((block) => {
-    const e: SseEvent = {};
-    for (const line of block.split('\n')) {
-      const [field, ...rest] = line.split(': ');
-      const value = rest.join(': ');
-      if (field === 'id' || field === 'event') e[field] = value;
-      if (field === 'data') e.data = e.data === undefined ? value : `${e.data}\n${value}`;
-    }
-    return e;
-  });
+  const events = blocks
+    .filter((b) => b.includes('event: '))
+    .map((block) => {
+      const e: SseEvent = {};
+      for (const line of block.split('\n')) {
+        const [field, ...rest] = line.split(': ');
+        const value = rest.join(': ');
+        if (field === 'id' || field === 'event') e[field] = value;
+        if (field === 'data') e.data = e.data === undefined ? value : `${e.data}\n${value}`;
+      }
+      return e;
+    });
   return { events, head: blocks[0] ?? '' };
 }
 
 describe('Server-Sent Events', () => {
-  test('a finished task\'s events in order: id = partition:offset (the first is the 202\'s), data = the record', async () => {
+  test("a finished task's events in order: id = partition:offset (the first is the 202's), data = the record", async () => {
     const task = await submit();
     const other = await submit();
     await runToEnd(task.taskId, other.taskId);
@@ -105,9 +110,10 @@ describe('Server-Sent Events', () => {
     const task = await submit();
     await runToEnd(task.taskId);
     const all = parseSse((await call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE })).text).events;
-    const resumeAfter = (id?: string) => call(api.app, `/tasks/${task.taskId}/events`, {
-      headers: { ...SSE, 'last-event-id': String(id) },
-    });
+    const resumeAfter = (id?: string) =>
+      call(api.app, `/tasks/${task.taskId}/events`, {
+        headers: { ...SSE, 'last-event-id': String(id) },
+      });
     const resumed = await resumeAfter(all[1].id);
     expect(parseSse(resumed.text).events.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
     const after = await call(api.app, `/tasks/${task.taskId}/events?after=${all[3].id}`, { headers: SSE });
@@ -126,7 +132,7 @@ describe('Server-Sent Events', () => {
     expect(query.body.errors[0].instance).toMatch(/^\/querystring\/after/);
   });
 
-  test('another tenant\'s task has no events to show: 404', async () => {
+  test("another tenant's task has no events to show: 404", async () => {
     const task = await submit();
     expect((await call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE, key: TENANT_B_KEY })).status).toBe(404);
   });
@@ -153,7 +159,7 @@ describe('the same events as HAL JSON pages', () => {
     expect(last?.complete).toBe(true);
   });
 
-  test('a running task\'s page lists the events so far and is not complete', async () => {
+  test("a running task's page lists the events so far and is not complete", async () => {
     const task = await submit();
     await runnerEmits(task.taskId, ...steps[0]);
     const page = await call(api.app, `/tasks/${task.taskId}/events`);

@@ -8,7 +8,10 @@ const RETENTION_MS = 60000;
 async function setup() {
   const kafka = new FakeKafka();
   const store = await TaskStore.open(kafka, {
-    publisher: kafka.publisher, topics: kafka.topics, timeoutMs: 1000, retentionMs: RETENTION_MS,
+    publisher: kafka.publisher,
+    topics: kafka.topics,
+    timeoutMs: 1000,
+    retentionMs: RETENTION_MS,
   });
   const view = kafka.viewOf(TASKS_VIEW) as FakeView<TaskRecord>;
   const { logger, lines } = capturedLogger();
@@ -18,8 +21,17 @@ async function setup() {
 function finishedTask(taskId: string, finishedAgoMs: number): TaskSnapshot {
   const at = new Date(Date.now() - finishedAgoMs).toISOString();
   return {
-    taskId, tenant: 't', type: 'countdown', status: 'succeeded', topic: 'events', partition: 0, offset: 0, attempt: 1,
-    createdAt: at, finishedAt: at, updatedAt: at,
+    taskId,
+    tenant: 't',
+    type: 'countdown',
+    status: 'succeeded',
+    topic: 'events',
+    partition: 0,
+    offset: 0,
+    attempt: 1,
+    createdAt: at,
+    finishedAt: at,
+    updatedAt: at,
   };
 }
 
@@ -35,7 +47,10 @@ describe('task retention', () => {
     view.set('running', { ...finishedTask('running', RETENTION_MS * 2), status: 'running', finishedAt: undefined });
     expect(store.get('old')).toBeUndefined();
     expect(await retention.sweep()).toBe(1);
-    expect(kafka.publisher.published.map((r) => [r.key, r.value])).toEqual([['old', null], ['cancel/old', null]]);
+    expect(kafka.publisher.published.map((r) => [r.key, r.value])).toEqual([
+      ['old', null],
+      ['cancel/old', null],
+    ]);
     expect(view.get('old')).toBeUndefined();
     expect(store.get('recent')?.status).toBe('succeeded');
     expect(view.get('running')).toBeDefined();

@@ -32,7 +32,9 @@ function runnerWrote(taskId: string, change: Partial<TaskSnapshot>): void {
 }
 
 const finished = (): Partial<TaskSnapshot> => ({
-  status: 'succeeded', result: { steps: 3 }, finishedAt: new Date().toISOString(),
+  status: 'succeeded',
+  result: { steps: 3 },
+  finishedAt: new Date().toISOString(),
 });
 
 describe('POST /tasks', () => {
@@ -43,8 +45,14 @@ describe('POST /tasks', () => {
     expect(res.headers.location).toBe(`/tasks/${taskId}`);
     expect(res.headers['content-type']).toMatch(/^application\/hal\+json/);
     expect(res.body).toMatchObject({
-      UUID: taskId, taskId, key: taskId, type: 'countdown', status: 'accepted',
-      topic: api.kafka.topics.taskEvents, partition: expect.any(Number), offset: expect.any(Number),
+      UUID: taskId,
+      taskId,
+      key: taskId,
+      type: 'countdown',
+      status: 'accepted',
+      topic: api.kafka.topics.taskEvents,
+      partition: expect.any(Number),
+      offset: expect.any(Number),
       message: expect.stringContaining(api.kafka.topics.taskEvents),
       _links: { self: { href: `/tasks/${taskId}` }, collection: { href: '/tasks' } },
     });
@@ -52,13 +60,20 @@ describe('POST /tasks', () => {
     // One transaction: the event, then the snapshot and the request; the 202 names the event's own position.
     const written = api.kafka.publisher.published.slice(before);
     expect(written.map((r) => r.topic)).toEqual([
-      api.kafka.topics.taskEvents, api.kafka.topics.tasks, api.kafka.topics.taskRequests,
+      api.kafka.topics.taskEvents,
+      api.kafka.topics.tasks,
+      api.kafka.topics.taskRequests,
     ]);
     expect(written[0]).toMatchObject({ key: taskId, headers: { ce_type: 'task.accepted', ce_subject: taskId } });
-    expect(JSON.parse(String(written[1].value)))
-      .toMatchObject({ offset: res.body.offset, partition: res.body.partition });
-    expect(JSON.parse(String(written[2].value)))
-      .toMatchObject({ type: 'countdown', input: countdown.input, tenant: 'tenant-a' });
+    expect(JSON.parse(String(written[1].value))).toMatchObject({
+      offset: res.body.offset,
+      partition: res.body.partition,
+    });
+    expect(JSON.parse(String(written[2].value))).toMatchObject({
+      type: 'countdown',
+      input: countdown.input,
+      tenant: 'tenant-a',
+    });
   });
 
   test('an unknown type or invalid input is a 400 with pointers, and nothing is written', async () => {
@@ -68,8 +83,10 @@ describe('POST /tasks', () => {
     expect(unknown.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/type']);
     const invalid = await call(api.app, '/tasks', { body: { type: 'countdown', input: { steps: 0, stepMs: 'slow' } } });
     expect(invalid.status).toBe(400);
-    expect(invalid.body.errors.map((e: { instance: string }) => e.instance).sort())
-      .toEqual(['/input/stepMs', '/input/steps']);
+    expect(invalid.body.errors.map((e: { instance: string }) => e.instance).sort()).toEqual([
+      '/input/stepMs',
+      '/input/steps',
+    ]);
     const extra = await call(api.app, '/tasks', { body: { ...countdown, priority: 'high' } });
     expect(extra.status).toBe(400);
     expect(api.kafka.publisher.published.length).toBe(before);
@@ -83,8 +100,11 @@ describe('POST /tasks', () => {
       });
       expect(res.status).toBe(202);
       const subscription = res.body._embedded.subscription;
-      expect(subscription)
-        .toMatchObject({ mode: 'once', taskId: res.body.taskId, secret: expect.stringMatching(/^whsec_/) });
+      expect(subscription).toMatchObject({
+        mode: 'once',
+        taskId: res.body.taskId,
+        secret: expect.stringMatching(/^whsec_/),
+      });
       expect(res.body._links.subscription).toEqual({ href: `/subscriptions/${subscription.UUID}` });
       const topics = tolerant.kafka.publisher.published.map((r) => r.topic);
       expect(topics).toContain(tolerant.kafka.topics.subscriptions);
@@ -100,8 +120,10 @@ describe('POST /tasks', () => {
     const before = api.kafka.publisher.published.length;
     const res = await call(api.app, '/tasks', { body: { ...countdown, callbackUrl: 'http://10.0.0.7/hook' } });
     expect(res.status).toBe(403);
-    expect(res.body)
-      .toMatchObject({ type: problemType('subscription-rejected'), errors: [{ instance: '/callbackUrl' }] });
+    expect(res.body).toMatchObject({
+      type: problemType('subscription-rejected'),
+      errors: [{ instance: '/callbackUrl' }],
+    });
     expect(api.kafka.publisher.published.length).toBe(before);
   });
 
@@ -181,7 +203,7 @@ describe('tracking', () => {
     expect(res.headers['preference-applied']).toBe('wait=0');
   });
 
-  test('GET /tasks lists only the caller\'s tasks, filtered by type and status', async () => {
+  test("GET /tasks lists only the caller's tasks, filtered by type and status", async () => {
     const mine = (await submit()).body.taskId;
     runnerWrote(mine, finished());
     const theirs = (await submit(countdown, TENANT_B_KEY)).body.taskId;
@@ -195,7 +217,7 @@ describe('tracking', () => {
     expect((await call(api.app, '/tasks?status=lost')).status).toBe(400);
   });
 
-  test('another tenant\'s task is 404 for every method, as if it did not exist', async () => {
+  test("another tenant's task is 404 for every method, as if it did not exist", async () => {
     const { taskId } = (await submit()).body;
     const asB = { key: TENANT_B_KEY };
     expect((await call(api.app, `/tasks/${taskId}`, asB)).status).toBe(404);
@@ -244,8 +266,10 @@ describe('task types', () => {
     expect(res.status).toBe(200);
     const types = res.body._embedded['task-types'];
     expect(types.map((t: { name: string }) => t.name)).toEqual(['countdown', 'order-report']);
-    expect(types[0])
-      .toMatchObject({ inputSchema: { type: 'object' }, _links: { tasks: { href: '/tasks?type=countdown' } } });
+    expect(types[0]).toMatchObject({
+      inputSchema: { type: 'object' },
+      _links: { tasks: { href: '/tasks?type=countdown' } },
+    });
   });
 
   test('GET /task-types/{name} is one type, or 404', async () => {

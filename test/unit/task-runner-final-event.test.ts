@@ -1,5 +1,11 @@
 import { startTaskRunner } from '../../consumers/task-runner/task-runner';
-import type { FencingPublisher, GroupConsumerOptions, IncomingRecord, OutgoingRecord, RecordPosition } from '../../src/kafka/types';
+import type {
+  FencingPublisher,
+  GroupConsumerOptions,
+  IncomingRecord,
+  OutgoingRecord,
+  RecordPosition,
+} from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import { exampleTaskTypes } from '../../src/examples';
 import { TaskRegistry } from '../../src/tasks/task-registry';
@@ -49,12 +55,20 @@ function fencingPublisherOn(log: FakeLog): FencingPublisher {
   const commit = (records: OutgoingRecord[]): RecordPosition[] => {
     log.records.push(...records);
     for (const r of records) if (r.topic === topics.tasks) log.view.set(r.key, JSON.parse(String(r.value)));
-    return records.map((r, i) => ({ topic: r.topic, partition: 0, offset: String(log.records.length - records.length + i) }));
+    return records.map((r, i) => ({
+      topic: r.topic,
+      partition: 0,
+      offset: String(log.records.length - records.length + i),
+    }));
   };
   const publish = async (records: OutgoingRecord[], options?: { generation?: number }) => {
     log.beforePublish(records);
     if (options?.generation !== undefined && options.generation !== generation) throw new Error('generation moved on');
-    if (log.failing > 0) { log.failing -= 1; failedSinceSettled = true; throw new Error('no acknowledgement (fake)'); }
+    if (log.failing > 0) {
+      log.failing -= 1;
+      failedSinceSettled = true;
+      throw new Error('no acknowledgement (fake)');
+    }
     const positions = commit(records);
     if (log.ambiguous > 0) {
       log.ambiguous -= 1;
@@ -75,7 +89,9 @@ function fencingPublisherOn(log: FakeLog): FencingPublisher {
       failedSinceSettled = false;
       return generation;
     },
-    get generation() { return generation === 0 ? undefined : generation; },
+    get generation() {
+      return generation === 0 ? undefined : generation;
+    },
     async close() {},
   };
 }
@@ -83,16 +99,34 @@ function fencingPublisherOn(log: FakeLog): FencingPublisher {
 async function runner(log: FakeLog) {
   let handle: GroupConsumerOptions['handle'] | undefined;
   await startTaskRunner({
-    runGroupConsumer: async (o) => { handle = o.handle; return { stop: async () => undefined }; },
-    fencingPublisher: () => log.publisher(), transactionalIdPrefix: 'runner-p', view: log.view, topics,
-    registry: new TaskRegistry(exampleTaskTypes), resources: { list: () => [] }, logger: createLogger('silent'),
-    groupId: 'g', runnerId: 'r1', concurrency: 4, taskTimeoutMs: 10000, kafkaTimeoutMs: 1000, retryDelayMs: 4,
+    runGroupConsumer: async (o) => {
+      handle = o.handle;
+      return { stop: async () => undefined };
+    },
+    fencingPublisher: () => log.publisher(),
+    transactionalIdPrefix: 'runner-p',
+    view: log.view,
+    topics,
+    registry: new TaskRegistry(exampleTaskTypes),
+    resources: { list: () => [] },
+    logger: createLogger('silent'),
+    groupId: 'g',
+    runnerId: 'r1',
+    concurrency: 4,
+    taskTimeoutMs: 10000,
+    kafkaTimeoutMs: 1000,
+    retryDelayMs: 4,
   });
   return handle as GroupConsumerOptions['handle'];
 }
 
 const request = (taskId: string, offset: number, input: unknown = { steps: 2, stepMs: 0 }): IncomingRecord => ({
-  topic: topics.taskRequests, partition: 0, offset: String(offset), key: taskId, headers: {}, timestamp: String(Date.now()),
+  topic: topics.taskRequests,
+  partition: 0,
+  offset: String(offset),
+  key: taskId,
+  headers: {},
+  timestamp: String(Date.now()),
   value: JSON.stringify({ type: 'countdown', input, tenant: 't' }),
 });
 
@@ -101,7 +135,9 @@ const isFinalWrite = (records: OutgoingRecord[]) => records.some((r) => String(r
 describe('task runner: exactly one final event', () => {
   test('a final write that committed but timed out is not written again', async () => {
     const log = new FakeLog();
-    log.beforePublish = (records) => { if (isFinalWrite(records) && log.finals('t1').length === 0) log.ambiguous = 1; };
+    log.beforePublish = (records) => {
+      if (isFinalWrite(records) && log.finals('t1').length === 0) log.ambiguous = 1;
+    };
     const handle = await runner(log);
     await handle(request('t1', 0), new AbortController().signal);
     expect(log.finals('t1')).toEqual(['task.succeeded']);
@@ -111,7 +147,12 @@ describe('task runner: exactly one final event', () => {
   test('a final write that failed without committing is written again, once', async () => {
     const log = new FakeLog();
     let failed = false;
-    log.beforePublish = (records) => { if (isFinalWrite(records) && !failed) { failed = true; log.failing = 1; } };
+    log.beforePublish = (records) => {
+      if (isFinalWrite(records) && !failed) {
+        failed = true;
+        log.failing = 1;
+      }
+    };
     const handle = await runner(log);
     await handle(request('t2', 0), new AbortController().signal);
     expect(failed).toBe(true);
@@ -143,9 +184,15 @@ describe('task runner: exactly one final event', () => {
     const log = new FakeLog();
     const handle = await runner(log);
     const signal = new AbortController().signal;
-    await Promise.all([handle(request('t3', 0), signal), handle(request('t3', 0), signal), handle(request('t3', 1), signal)]);
+    await Promise.all([
+      handle(request('t3', 0), signal),
+      handle(request('t3', 0), signal),
+      handle(request('t3', 1), signal),
+    ]);
     expect(log.finals('t3')).toEqual(['task.succeeded']);
-    const started = log.records.filter((r) => r.topic === topics.taskEvents && String(r.value).includes('"task.started"'));
+    const started = log.records.filter(
+      (r) => r.topic === topics.taskEvents && String(r.value).includes('"task.started"'),
+    );
     expect(started).toHaveLength(1);
   });
 });

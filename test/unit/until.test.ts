@@ -7,11 +7,12 @@ describe('until', () => {
   });
 
   test('on timeout it fails naming what it waited for', async () => {
-    await expect(until(async () => undefined, 30, 5, 'the order to be paid')).rejects
-      .toThrow('until: the order to be paid did not come true in 30 ms');
+    await expect(until(async () => undefined, 30, 5, 'the order to be paid')).rejects.toThrow(
+      'until: the order to be paid did not come true in 30 ms',
+    );
   });
 
-  test('without a description, the probe\'s own source names the condition', async () => {
+  test("without a description, the probe's own source names the condition", async () => {
     const paid = false;
     await expect(until(async () => (paid ? true : undefined), 30, 5)).rejects.toThrow(/paid \? true : undefined/);
   });

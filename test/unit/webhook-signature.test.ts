@@ -10,8 +10,11 @@ describe('Standard Webhooks signature', () => {
     const headers = webhookHeaders(secret, 'msg_1', 1_700_000_000, body);
     const key = Buffer.from('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'base64');
     const expected = createHmac('sha256', key).update(`msg_1.1700000000.${body}`).digest('base64');
-    expect(headers)
-      .toEqual({ 'webhook-id': 'msg_1', 'webhook-timestamp': '1700000000', 'webhook-signature': `v1,${expected}` });
+    expect(headers).toEqual({
+      'webhook-id': 'msg_1',
+      'webhook-timestamp': '1700000000',
+      'webhook-signature': `v1,${expected}`,
+    });
   });
 
   test('the reference library verifies it, and refuses a changed body, id or timestamp', () => {
