@@ -22,8 +22,8 @@ export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent'> {
 
 /**
  * Turns each event into callbacks for the subscriptions that want it. Events of one partition enter their lanes in
- * offset order (admitted one after another per partition), which is what keeps one subscription's callbacks in order; only the deliveries
- * of different lanes run side by side.
+ * offset order (admitted one after another per partition), which is what keeps one subscription's callbacks in
+ * order; only the deliveries of different lanes run side by side.
  */
 export class CallbackBridge {
   private readonly lanes = new Map<string, DeliveryLane>();

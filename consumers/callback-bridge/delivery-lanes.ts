@@ -191,7 +191,7 @@ export class DeliveryLane {
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
   }
 
-  /** A Kafka step the lane cannot go on without: tried again with backoff until it works or the event is handed back. */
+  /** A Kafka step the lane cannot go on without: retried with backoff until it works or the event is handed back. */
   private async untilDone(signal: AbortSignal, what: string, step: () => Promise<unknown>): Promise<void> {
     for (let failures = 1; ; failures += 1) {
       if (signal.aborted) throw new LaneStopped();

@@ -98,7 +98,7 @@ export class TaskRunner {
     });
   }
 
-  /** The group consumer's handler: the run is a span of the trace its request carries, after the task's earlier runs. */
+  /** The group consumer's handler: after the task's earlier runs, a span of the trace its request carries. */
   handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
     return this.perTask.run(record.key ?? '', () => {
       // Its events, and the callbacks they lead to, belong to the request's trace.

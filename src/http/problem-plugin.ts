@@ -15,7 +15,7 @@ const FRAMEWORK_ERRORS: Record<string, ProblemKind> = {
   FST_ERR_BAD_URL: 'bad-request',
 };
 
-/** What a client is told for a problem raised below the HTTP layer or by Fastify, whose own message stays in the log. */
+/** What a client is told of a problem raised below the HTTP layer or by Fastify, whose own message stays in the log. */
 const PUBLIC_DETAILS: Partial<Record<ProblemKind, string>> = {
   'malformed-body': 'The body is not valid JSON.',
   'unsupported-media-type':

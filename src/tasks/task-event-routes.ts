@@ -134,7 +134,7 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
       return halResource(
         {
           count: events.length,
-          // Nothing follows: the page holds the final event, or the task had ended and the partition was read to its end.
+          // Nothing follows: the page holds the final event, or the task had ended and its partition was read.
           complete: (last?.final ?? false) || (!more && isFinal(task.status)),
           events: events.map((e) => ({
             id: e.id,
