@@ -12,9 +12,9 @@ import type { TaskSubscriber } from '../tasks/task-routes';
 import type { TaskStore } from '../tasks/task-store';
 import { checkCallbackUrl } from './callback-url-policy';
 import type { DeliveryHistory } from './delivery-attempt';
-import type { Subscription, SubscriptionMode } from './subscription';
+import type { Subscription } from './subscription';
 import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscription-representation';
-import { subscriptionRouteSchemas, subscriptionSchema } from './subscription-schemas';
+import { subscriptionRouteSchemas, subscriptionSchema, type NewSubscriptionBody } from './subscription-schemas';
 import type { SubscriptionStore } from './subscription-store';
 
 export interface SubscriptionRouteDeps {
@@ -77,7 +77,8 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
 
   app.post('/subscriptions', { schema: schemas.create, ...REPORTS_BODY_ERRORS }, async (request, reply) => {
     const errors = bodyErrors(request);
-    const body = request.body as Record<string, unknown>;
+    // Typed from its schema; its fields are read only once the schema found no errors.
+    const body = request.body as NewSubscriptionBody;
     if ((body.taskId === undefined) === (body.events === undefined)) {
       errors.push(
         problem('invalid-field', '/taskId or /events: give exactly one of them', {
@@ -90,14 +91,14 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         errors,
       });
     const tenant = tenantOf(request);
-    const taskId = body.taskId as string | undefined;
+    const { taskId } = body;
     const task = taskId === undefined ? undefined : deps.tasks.get(taskId);
     if (taskId !== undefined && (!task || task.tenant !== tenant)) {
       throw new ProblemError('validation-failed', 'The task to subscribe to does not exist.', {
         errors: [problem('invalid-field', `/taskId names no task of yours`, { instance: '/taskId' })],
       });
     }
-    await assertCallbackAllowed(body.callbackUrl as string, deps.allowPrivate);
+    await assertCallbackAllowed(body.callbackUrl, deps.allowPrivate);
     const created = await idempotently<Subscription>(request, reply, deps.idempotency, {
       // The store chooses the id; its write is the subscription's one record, keyed by it.
       describe: (records) => ({ status: 201, ids: records.slice(0, 1).map((r) => r.key) }),
@@ -112,10 +113,10 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
       create: () =>
         store.create({
           tenant,
-          callbackUrl: body.callbackUrl as string,
-          mode: body.mode as SubscriptionMode,
+          callbackUrl: body.callbackUrl,
+          mode: body.mode,
           taskId,
-          events: body.events as string[] | undefined,
+          events: body.events,
         }),
     });
     // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.

@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { halListSchema, halResponse, halSchema, LOCATION_HEADER, ref, type Schema } from '../http/hal-schemas';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../http/idempotency';
 import { pageQuerySchema } from '../http/paging';
@@ -58,19 +59,29 @@ export const subscriptionSchema = halSchema({
   links: { self: 'one', deliveries: 'one', collection: 'one', task: 'one' },
 });
 
+const NEW_SUBSCRIPTION = {
+  type: 'object',
+  properties: {
+    callbackUrl: { type: 'string', minLength: 1, maxLength: 2048, description: 'absolute http(s), public address' },
+    mode: { enum: ['once', 'continuous'], description: 'once: one accepted callback, then cancelled' },
+    taskId: { type: 'string', minLength: 1, maxLength: 64 },
+    // The event kinds are the running API's (newSubscriptionSchema): any string, for the type.
+    events: { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { type: 'string' } },
+  },
+  required: ['callbackUrl', 'mode'],
+  additionalProperties: false,
+} as const;
+
+/** The body of POST /subscriptions, typed from its schema: what a handler holds once the body is valid. */
+export type NewSubscriptionBody = FromSchema<typeof NEW_SUBSCRIPTION>;
+
 /** POST /subscriptions: `events` may name any event kind the API publishes. */
 export function newSubscriptionSchema(eventKinds: string[]): Schema {
+  const events = { ...NEW_SUBSCRIPTION.properties.events, items: { enum: eventKinds } };
   return {
-    type: 'object',
+    ...NEW_SUBSCRIPTION,
+    properties: { ...NEW_SUBSCRIPTION.properties, events },
     description: 'A callback subscription: to one task (taskId) or to event kinds (events), exactly one of them.',
-    properties: {
-      callbackUrl: { type: 'string', minLength: 1, maxLength: 2048, description: 'absolute http(s), public address' },
-      mode: { enum: ['once', 'continuous'], description: 'once: one accepted callback, then cancelled' },
-      taskId: { type: 'string', minLength: 1, maxLength: 64 },
-      events: { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { enum: eventKinds } },
-    },
-    required: ['callbackUrl', 'mode'],
-    additionalProperties: false,
     examples: [
       { callbackUrl: 'https://example.com/hooks', mode: 'continuous', events: ['order.created', 'task.failed'] },
     ],

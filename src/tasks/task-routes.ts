@@ -14,7 +14,7 @@ import type { Logger } from '../logger';
 import { taskEventRoutes } from './task-event-routes';
 import type { TaskRegistry } from './task-registry';
 import { taskRepresentation } from './task-representation';
-import { taskRouteSchemas, taskSchema } from './task-schemas';
+import { taskRouteSchemas, taskSchema, type TaskSubmission } from './task-schemas';
 import { isFinal, type TaskSnapshot, type TaskStatus } from './task-snapshot';
 import type { TaskStore } from './task-store';
 
@@ -113,7 +113,8 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   // Spec: an asynchronous operation answers 202 with a task-tracking resource.
   app.post('/tasks', { schema: schemas.submit, ...REPORTS_BODY_ERRORS }, async (request, reply) => {
     const errors: ProblemDetail[] = bodyErrors(request);
-    const body = request.body as Record<string, unknown>;
+    // Typed from its schema; read only once the schema found no errors.
+    const body = request.body as TaskSubmission;
     if (errors.length === 0) errors.push(...registry.inputErrors(body.type, body.input));
     if (errors.length > 0)
       throw new ProblemError('validation-failed', 'The task submission is invalid; see errors.', { errors });
@@ -141,13 +142,13 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
               errors: [problem('invalid-field', '/callbackUrl is not supported here', { instance: '/callbackUrl' })],
             });
           }
-          const mode = (body.mode as 'once' | 'continuous' | undefined) ?? 'once';
+          const mode = body.mode ?? 'once';
           subscription = await deps.subscriber.prepare(tenant, body.callbackUrl, mode);
         }
         const task = await store.submit({
           taskId,
           tenant,
-          type: body.type as string,
+          type: body.type,
           input: body.input,
           subscription: subscription?.id,
           alongside: subscription?.records,

@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { JSON_BODY_TYPES, MERGE_PATCH_MEDIA_TYPE } from '../http/content-negotiation';
 import {
   emptyResponse,
@@ -92,21 +93,28 @@ export const TASK_EXAMPLE = {
   updatedAt: '2026-11-24T10:00:00.000Z',
 };
 
+const SUBMISSION = {
+  type: 'object',
+  properties: {
+    type: { type: 'string', minLength: 1, maxLength: 100 },
+    input: { description: "the task type's input" },
+    callbackUrl: { type: 'string', minLength: 1, maxLength: 2048, description: 'absolute http(s), public address' },
+    mode: { enum: ['once', 'continuous'], description: 'of the callback subscription; default once' },
+  },
+  required: ['type', 'input'],
+  additionalProperties: false,
+} as const;
+
+/** The body of POST /tasks, typed from its schema: what a handler holds once the body is valid. */
+export type TaskSubmission = FromSchema<typeof SUBMISSION>;
+
 /** POST /tasks. Which `type`s exist and what their `input` must be is the registry's (see /task-types). */
 export function submissionSchema(typeNames: string[]): Schema {
   return {
-    type: 'object',
+    ...SUBMISSION,
     description:
       `A task to run. \`type\` is one of: ${typeNames.join(', ')}; \`input\` must match that type's ` +
       "inputSchema (GET /task-types/{name}). A callbackUrl subscribes to the task's events.",
-    properties: {
-      type: { type: 'string', minLength: 1, maxLength: 100 },
-      input: { description: "the task type's input" },
-      callbackUrl: { type: 'string', minLength: 1, maxLength: 2048, description: 'absolute http(s), public address' },
-      mode: { enum: ['once', 'continuous'], description: 'of the callback subscription; default once' },
-    },
-    required: ['type', 'input'],
-    additionalProperties: false,
     examples: [{ type: 'countdown', input: { steps: 3, stepMs: 200 } }],
   };
 }
