@@ -67,7 +67,9 @@ describe('runner processes killed under load', () => {
       workers: 2,
       paceMs: 400,
       maxAccepted: Infinity,
-      body: (n) => ({ type: 'countdown', input: { steps: 3 + (n % 8), stepMs: 5 + ((n * 7) % 16) } }),
+      // Tasks of 0.15 to 2 s, so each stop finds several mid-run whatever the runner's speed: at about 4 tasks a
+      // second some 4 are running at any moment.
+      body: (n) => ({ type: 'countdown', input: { steps: 3 + (n % 8), stepMs: 50 + ((n * 7) % 16) * 10 } }),
     }).start();
     const running = load;
     const stops: string[] = [];
