@@ -107,14 +107,11 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
   const retention = new TaskRetention(tasks, logger);
   retention.start();
   idempotency.startSweeping();
-  const resourceEvents = k.resourceRegistry
-    .all()
-    .flatMap(({ decl }) => ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
   const subscriptionDeps = {
     store: subscriptions,
     history,
     tasks,
-    eventKinds: [...TASK_EVENT_KINDS, ...resourceEvents],
+    eventKinds: [...TASK_EVENT_KINDS, ...k.resourceRegistry.eventKinds()],
     allowPrivate: config.callbacks.allowPrivate,
     idempotency,
   };

@@ -30,4 +30,9 @@ export class ResourceRegistry {
   all(): RegisteredResource[] {
     return [...this.byCollection.values()];
   }
+
+  /** The domain events the declared resources publish (`order.created`, …): kinds a subscription may name. */
+  eventKinds(): string[] {
+    return this.all().flatMap(({ decl }) => ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
+  }
 }

@@ -1,4 +1,4 @@
-import { Kafka, logLevel } from 'kafkajs';
+import { untilGroupStable } from '../support/consumer-group';
 import type { RunningService } from '../../src/service';
 import { startChildService, type ChildService } from '../support/child-service';
 import { readTaskEvents } from '../support/event-reader';
@@ -28,19 +28,7 @@ describe('task runner processes', () => {
     api = await startTestService(prefix, { role: 'api' });
     children.push(await startChildService('runner', prefix), await startChildService('runner', prefix));
     // Both members must have joined before any work arrives, or the first would take it all.
-    const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    await until(
-      async () => {
-        const {
-          groups: [group],
-        } = await admin.describeGroups([`${prefix}task-runner`]);
-        return group.state === 'Stable' && group.members.length === 2 ? true : undefined;
-      },
-      60000,
-      200,
-    );
-    await admin.disconnect();
+    await untilGroupStable(`${prefix}task-runner`, 2);
     // 30 random keys over 3 partitions split 2:1: all on one member has odds of about (2/3)^30.
     const submitted = await Promise.all(
       Array.from({ length: 30 }, () =>

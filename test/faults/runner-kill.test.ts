@@ -1,4 +1,4 @@
-import { Kafka, logLevel } from 'kafkajs';
+import { untilGroupStable } from '../support/consumer-group';
 import type { RunningService } from '../../src/service';
 import { startChildService, type ChildService } from '../support/child-service';
 import { awaitFinalStatuses, FINAL_STATUSES } from '../support/final-statuses';
@@ -35,22 +35,7 @@ describe('runner processes killed under load', () => {
     api = await startTestService(prefix, { role: 'api', env });
     runners.push(...(await Promise.all([1, 2].map(() => startChildService('runner', prefix, env)))));
     // Both members must have joined before the work arrives, or the first would take it all.
-    const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    try {
-      await until(
-        async () => {
-          const {
-            groups: [group],
-          } = await admin.describeGroups([`${prefix}task-runner`]);
-          return group.state === 'Stable' && group.members.length === 2 ? true : undefined;
-        },
-        60000,
-        200,
-      );
-    } finally {
-      await admin.disconnect();
-    }
+    await untilGroupStable(`${prefix}task-runner`, 2);
   }, 120000);
 
   afterAll(async () => {

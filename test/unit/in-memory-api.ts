@@ -74,14 +74,11 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
   });
   const history = await DeliveryHistory.open(kafka);
   const reader = new FakePartitionReader(kafka.publisher);
-  const resourceEvents = resourceRegistry
-    .all()
-    .flatMap(({ decl }) => ['created', 'updated', 'deleted'].map((e) => `${decl.name}.${e}`));
   const subscriptionDeps = {
     store: subscriptions,
     history,
     tasks,
-    eventKinds: [...TASK_EVENT_KINDS, ...resourceEvents],
+    eventKinds: [...TASK_EVENT_KINDS, ...resourceRegistry.eventKinds()],
     allowPrivate: options.allowPrivate ?? false,
     idempotency,
   };
