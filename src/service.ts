@@ -104,9 +104,6 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
     timeoutMs: config.kafkaTimeoutMs,
   });
   const history = await DeliveryHistory.open(kafka);
-  const retention = new TaskRetention(tasks, logger);
-  retention.start();
-  idempotency.startSweeping();
   const subscriptionDeps = {
     store: subscriptions,
     history,
@@ -131,6 +128,10 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
     heartbeatMs: config.eventsHeartbeatMs,
     logger,
   };
+  // Started last: nothing after them can fail and leave them running against a closed Kafka.
+  const retention = new TaskRetention(tasks, logger);
+  retention.start();
+  idempotency.startSweeping();
   return {
     resources: { registry: k.resourceRegistry, store, idempotency },
     routes: [

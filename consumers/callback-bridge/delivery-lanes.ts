@@ -142,7 +142,11 @@ export class DeliveryLane {
     const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
     const reason =
       ends[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
-    if (reason) await this.untilDone(signal, 'end the subscription', () => this.deps.subscriptions.end(sub, reason));
+    if (reason) {
+      // The write, then the view's read of it, each within KAFKA_TIMEOUT_MS (as before the store did both).
+      const within = 2 * this.deps.kafkaTimeoutMs;
+      await this.untilDone(signal, 'end the subscription', () => this.deps.subscriptions.end(sub, reason, within));
+    }
     return result;
   }
 

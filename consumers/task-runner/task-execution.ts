@@ -19,6 +19,13 @@ export class TimedOut extends Error {
     this.name = 'TimedOut';
   }
 }
+/** One of the run's writes failed: its later events can no longer land, so the run stops and is tried again. */
+export class RunInterrupted extends Error {
+  constructor() {
+    super('a write of the run failed');
+    this.name = 'RunInterrupted';
+  }
+}
 
 export interface ExecutionDeps {
   publisher: Publisher;
@@ -46,6 +53,9 @@ export type Outcome =
 export class TaskJournal {
   private pending: Promise<unknown>[] = [];
   private failed = false;
+  /** set once the final event is being written: nothing the handler still sends may follow it */
+  private closed = false;
+  private readonly interruption = new AbortController();
   readonly chain: WriteChain = { broken: false };
 
   /** `generation`: the publisher's initialization the run was checked under; its writes land only under it */
@@ -59,8 +69,9 @@ export class TaskJournal {
     return this.snapshot;
   }
 
-  get broken(): boolean {
-    return this.failed;
+  /** aborts (RunInterrupted) when an enqueued write fails: running the handler on would be for nothing */
+  get interrupted(): AbortSignal {
+    return this.interruption.signal;
   }
 
   /** Waits until the event and its snapshot are in Kafka and in this process's view. */
@@ -70,15 +81,18 @@ export class TaskJournal {
     data: unknown,
     options: PublishOptions = {},
   ): Promise<void> {
+    this.closed = true;
     const records = this.next(kind, change, data);
     const publish = (timeoutMs: number) => this.deps.publisher.publish(records, { ...options, timeoutMs });
     await writeThenRead(this.deps.view, this.deps.kafkaTimeoutMs, publish);
   }
 
   enqueue(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): void {
+    if (this.closed) return;
     const options = { generation: this.generation, chain: this.chain };
     const sent = this.deps.publisher.publish(this.next(kind, change, data), options).catch(() => {
       this.failed = true;
+      this.interruption.abort(new RunInterrupted());
     });
     this.pending.push(sent);
   }
@@ -108,7 +122,7 @@ export async function execute(
   input: unknown,
   signal: AbortSignal,
   deps: ExecutionDeps,
-): Promise<Outcome | 'handed-back'> {
+): Promise<Outcome | 'handed-back' | 'interrupted'> {
   const t = journal.current;
   const context: TaskContext<unknown> = {
     taskId: t.taskId,
@@ -135,6 +149,7 @@ export async function execute(
   } catch (err) {
     const reason = signal.aborted ? signal.reason : err;
     if (reason instanceof Cancelled) return { kind: 'task.cancelled', data: {} };
+    if (reason instanceof RunInterrupted) return 'interrupted';
     if (reason instanceof TimedOut) {
       return {
         kind: 'task.failed',

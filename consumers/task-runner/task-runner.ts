@@ -158,10 +158,17 @@ export class TaskRunner {
     // A timer cleared when the run ends: AbortSignal.timeout's cannot be, and would hold the run's signals and
     // everything listening to them until TASK_TIMEOUT_MS (an hour by default) after every task.
     const timer = setTimeout(() => timedOut.abort(new TimedOut(timeoutMs)), timeoutMs);
-    const { signal, unlink } = linkedAbort([job.handBack, cancel.signal, timedOut.signal]);
+    const { signal, unlink } = linkedAbort([job.handBack, cancel.signal, timedOut.signal, journal.interrupted]);
     try {
       const outcome = await execute(type, journal, input, signal, job.exec);
       if (outcome === 'handed-back') return 'handed-back';
+      if (outcome === 'interrupted') {
+        // task.started or a progress write failed: the run stops at once and is tried again once the partition's
+        // writes are settled, rather than running the handler on for nothing.
+        await journal.flush();
+        this.writers.markUnsure(job.partition);
+        return job.handBack.aborted ? 'handed-back' : 'retry';
+      }
       if (supersededBy(this.deps.view, snapshot.taskId, attempt)) {
         await journal.flush();
         return 'done';

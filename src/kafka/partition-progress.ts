@@ -13,7 +13,8 @@ export class PartitionProgress {
   private next: bigint;
   /** the offset last committed (the next one to read) */
   private committed = -1n;
-  private committing: Promise<void> | undefined;
+  /** a commit is in flight; cleared in the same turn its loop decides to stop, so no finish falls between */
+  private committing = false;
   private commitAgain = false;
 
   constructor(firstOffset: bigint) {
@@ -55,28 +56,30 @@ export class PartitionProgress {
       this.commitAgain = true;
       return undefined;
     }
-    const committing = this.commitWhileBehind(send, current).finally(() => {
-      this.committing = undefined;
-    });
-    this.committing = committing;
-    return committing;
+    this.committing = true;
+    return this.commitWhileBehind(send, current);
   }
 
   private async commitWhileBehind(send: (offset: bigint) => Promise<void>, current: () => boolean): Promise<void> {
-    do {
-      this.commitAgain = false;
-      const low = this.low;
-      if (low <= this.committed) return;
-      const previous = this.committed;
-      this.committed = low;
-      for (const o of this.done) if (o < low) this.done.delete(o);
-      try {
-        await send(low);
-      } catch (err) {
-        // The next finished record commits again; until then a crash only re-delivers finished work.
-        if (this.committed === low) this.committed = previous;
-        throw err;
-      }
-    } while (this.commitAgain && current());
+    try {
+      do {
+        this.commitAgain = false;
+        const low = this.low;
+        if (low <= this.committed) return;
+        const previous = this.committed;
+        this.committed = low;
+        for (const o of this.done) if (o < low) this.done.delete(o);
+        try {
+          await send(low);
+        } catch (err) {
+          // The next finished record commits again; until then a crash only re-delivers finished work.
+          if (this.committed === low) this.committed = previous;
+          throw err;
+        }
+      } while (this.commitAgain && current());
+    } finally {
+      // In the turn the loop stops: a record finished after this starts a commit of its own.
+      this.committing = false;
+    }
   }
 }

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/logger';
 import { exampleTaskTypes } from '../../src/examples';
 import { TaskRegistry } from '../../src/tasks/task-registry';
 import type { TaskRecord } from '../../src/tasks/task-snapshot';
+import { defineTaskType, type TaskType } from '../../src/tasks/task-type';
 import { FakeView } from './fakes';
 
 /*
@@ -96,7 +97,7 @@ function fencingPublisherOn(log: FakeLog): FencingPublisher {
   };
 }
 
-async function runner(log: FakeLog) {
+async function runner(log: FakeLog, types: TaskType[] = exampleTaskTypes) {
   let handle: GroupConsumerOptions['handle'] | undefined;
   await startTaskRunner({
     runGroupConsumer: async (o) => {
@@ -107,7 +108,7 @@ async function runner(log: FakeLog) {
     transactionalIdPrefix: 'runner-p',
     view: log.view,
     topics,
-    registry: new TaskRegistry(exampleTaskTypes),
+    registry: new TaskRegistry(types),
     resources: { list: () => [] },
     logger: createLogger('silent'),
     groupId: 'g',
@@ -194,5 +195,38 @@ describe('task runner: exactly one final event', () => {
       (r) => r.topic === topics.taskEvents && String(r.value).includes('"task.started"'),
     );
     expect(started).toHaveLength(1);
+  });
+
+  test('a run whose task.started failed stops at once and runs again, instead of running its handler for nothing', async () => {
+    // The first run would wait until it is aborted: only the failed write can stop it before the 10 s task timeout.
+    // The retry is attempt 1 again, as the failed task.started never landed.
+    let runs = 0;
+    const stubborn = defineTaskType<unknown, { runs: number }>({
+      name: 'stubborn',
+      description: 'waits for its signal on its first run; succeeds at once after',
+      inputSchema: { type: 'object' },
+      async run({ signal }) {
+        runs += 1;
+        if (runs === 1) await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        return { runs };
+      },
+    });
+    const log = new FakeLog();
+    let failedStarted = false;
+    log.beforePublish = (records) => {
+      if (!failedStarted && records.some((r) => String(r.value).includes('"task.started"'))) {
+        failedStarted = true;
+        log.failing = 1;
+      }
+    };
+    const handle = await runner(log, [stubborn as TaskType]);
+    const started = Date.now();
+    const record = { ...request('t5', 0), value: JSON.stringify({ type: 'stubborn', input: {}, tenant: 't' }) };
+    await handle(record, new AbortController().signal);
+    expect(failedStarted).toBe(true);
+    expect(log.finals('t5')).toEqual(['task.succeeded']);
+    const final = log.records.find((r) => r.key === 't5' && String(r.value).includes('"task.succeeded"'));
+    expect(JSON.parse(String(final?.value)).data).toEqual({ result: { runs: 2 } });
+    expect(Date.now() - started).toBeLessThan(9000);
   });
 });
