@@ -3,6 +3,8 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci patches kafkajs (postinstall): its read_committed filter, see src/kafka/patches/.
+COPY src/kafka/patches ./src/kafka/patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
