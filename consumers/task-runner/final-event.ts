@@ -87,7 +87,7 @@ export class FinalEventWriter {
    * Settles the partition's writes and syncs the view, again until it can say: the writer to write the final with,
    * or undefined when the final is there or the task was handed back.
    */
-  async settledWithoutFinal(job: FinalJob): Promise<CheckedWriter | undefined> {
+  private async settledWithoutFinal(job: FinalJob): Promise<CheckedWriter | undefined> {
     for (let failures = 1; !job.handBack.aborted; failures += 1) {
       try {
         await pause(retryDelayMs(failures, this.deps.firstRetryMs / 4, 10000), job.handBack);
