@@ -53,3 +53,47 @@ describe('kafkajs record encoding (patched)', () => {
     }
   });
 });
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own 64-bit integers
+const Long = require('kafkajs/src/utils/long') as { fromValue(v: unknown): unknown };
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own grouping, patched
+const groupMessagesPerPartition = require('kafkajs/src/producer/groupMessagesPerPartition') as (args: {
+  topic: string;
+  partitionMetadata: { partitionId: number; leader: number }[];
+  messages: { key: string; value: string; partition?: number }[];
+  partitioner: unknown;
+}) => Record<string, { key: string }[]>;
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's default partitioner, patched
+const defaultPartitioner = require('kafkajs/src/producer/partitioners/default') as () => unknown;
+
+describe('kafkajs producer batching (patched)', () => {
+  it('encodes a small varlong (a timestamp delta) without 64-bit Long arithmetic, to the same bytes', () => {
+    const fromValue = jest.spyOn(Long, 'fromValue');
+    try {
+      expect(hex(new Encoder().writeVarLong(70).buffer)).toBe('8c01');
+      expect(hex(new Encoder().writeVarLong(-(2 ** 31)).buffer)).toBe('ffffffff0f');
+      expect(fromValue).not.toHaveBeenCalled();
+    } finally {
+      fromValue.mockRestore();
+    }
+    expect(hex(new Encoder().writeVarLong(2 ** 31).buffer)).toBe('8080808010');
+  });
+
+  it('groups messages with explicit partitions in order, without listing the available partitions per message', () => {
+    const partitionMetadata = [0, 1, 2].map((partitionId) => ({ partitionId, leader: 0 }));
+    const filter = jest.spyOn(partitionMetadata, 'filter');
+    const messages = Array.from({ length: 9 }, (_, i) => ({ key: `k${i}`, value: 'v', partition: i % 3 }));
+    const grouped = groupMessagesPerPartition({
+      topic: 't',
+      partitionMetadata,
+      messages,
+      partitioner: defaultPartitioner(),
+    });
+    expect(Object.fromEntries(Object.entries(grouped).map(([p, ms]) => [p, ms.map((m) => m.key)]))).toEqual({
+      0: ['k0', 'k3', 'k6'],
+      1: ['k1', 'k4', 'k7'],
+      2: ['k2', 'k5', 'k8'],
+    });
+    expect(filter).not.toHaveBeenCalled();
+  });
+});
