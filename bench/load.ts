@@ -8,6 +8,11 @@ export interface LoadFigure {
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
+  /**
+   * CPU time of this process (the servers it runs, not the load client) per request during the round: steadier than
+   * the rate on a shared machine, where the rate is whatever share of the cores the process got.
+   */
+  cpuMsPerRequest?: number;
 }
 
 export async function closedLoop(
@@ -61,6 +66,7 @@ export function closedLoopApart(
   target: Target,
 ): Promise<LoadFigure> {
   const job: LoadJob = { target, requests, concurrency };
+  const cpuBefore = process.cpuUsage();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(__dirname, 'load-client.js'), JSON.stringify(job)], {
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -71,7 +77,9 @@ export function closedLoopApart(
     child.once('exit', (code) => {
       if (code !== 0) return reject(new Error(`load client for ${label} exited with ${code}`));
       const figure = JSON.parse(out) as Pick<LoadFigure, 'perSecond' | 'p50Ms' | 'p99Ms'>;
-      resolve({ label, requests, concurrency, ...figure });
+      const cpu = process.cpuUsage(cpuBefore);
+      const cpuMsPerRequest = +((cpu.user + cpu.system) / 1000 / requests).toFixed(3);
+      resolve({ label, requests, concurrency, ...figure, cpuMsPerRequest });
     });
   });
 }

@@ -84,6 +84,16 @@ async function writes(brokers: string[], api: RunningService, rows: Comparison[]
           compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, b.perSecond, '/s', 'batched kafkajs'),
         );
       rows.push(compare(`POST /tasks c=${concurrency}, p50`, h.p50Ms, n.p50Ms, 'ms', 'naive kafkajs'));
+      if (concurrency > 1)
+        rows.push(
+          compare(
+            `POST /tasks c=${concurrency}, CPU per accepted task`,
+            h.cpuMsPerRequest ?? 0,
+            b?.cpuMsPerRequest,
+            'ms',
+            'batched kafkajs',
+          ),
+        );
       rows.push(
         compare(
           `POST /tasks c=${concurrency}, p99`,

@@ -27,9 +27,11 @@ export function cloudEventRecord(args: {
     ce_source: EVENT_SOURCE,
     ce_subject: args.subject,
     ce_time: args.time ?? new Date().toISOString(),
-    ...Object.fromEntries(Object.entries(args.extensions ?? {}).map(([k, v]) => [`ce_${k}`, v])),
-    'content-type': 'application/json',
-    ...traceHeaders(),
   };
+  // Added one by one, in the order they always had: an accepted task builds one of these per request.
+  for (const [name, value] of Object.entries(args.extensions ?? {})) headers[`ce_${name}`] = value;
+  headers['content-type'] = 'application/json';
+  const { traceparent } = traceHeaders();
+  if (traceparent !== undefined) headers.traceparent = traceparent;
   return { topic: args.topic, key: args.key, value: JSON.stringify(args.data), headers };
 }

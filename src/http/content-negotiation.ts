@@ -44,7 +44,7 @@ export const contentNegotiationPlugin = fp(
     const parser = app.getDefaultJsonParser('error', 'error');
     app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, parser);
 
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', (request, _reply, done) => {
       const accept = request.headers.accept;
       if (accept && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
         throw new ProblemError(
@@ -52,13 +52,15 @@ export const contentNegotiationPlugin = fp(
           `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`,
         );
       }
+      done();
     });
 
-    app.addHook('preValidation', async (request) => {
+    app.addHook('preValidation', (request, _reply, done) => {
       const type = request.headers['content-type']?.split(';')[0].trim().toLowerCase();
       if (type === MERGE_PATCH && request.method !== 'PATCH') {
         throw new ProblemError('unsupported-media-type', `${MERGE_PATCH} is accepted for PATCH only.`);
       }
+      done();
     });
   },
   { name: 'hookstream-content-negotiation' },

@@ -5,9 +5,9 @@ import { HAL_MEDIA_TYPE, isHal } from './hal';
 /** Every 2xx body is HAL, served as application/hal+json. */
 export const halPlugin = fp(
   async (app: FastifyInstance) => {
-    app.addHook('preSerialization', async (_request, reply, payload) => {
+    app.addHook('preSerialization', (_request, reply, payload, done) => {
       if (reply.statusCode < 300 && isHal(payload)) reply.type(HAL_MEDIA_TYPE);
-      return payload;
+      done(null, payload);
     });
   },
   { name: 'hookstream-hal' },

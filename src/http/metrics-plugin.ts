@@ -9,9 +9,10 @@ const UNMATCHED = 'unmatched';
 export const metricsPlugin = fp(
   async (app: FastifyInstance, options: { metrics: Metrics }) => {
     const { metrics } = options;
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       const route = request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED);
       metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+      done();
     });
   },
   { name: 'hookstream-metrics' },

@@ -18,8 +18,9 @@ export function requestIdOf(req: IncomingMessage): string {
 /** Every response, Problems included, names the request id it was logged under. */
 export const requestIdPlugin = fp(
   async (app: FastifyInstance) => {
-    app.addHook('onRequest', async (request, reply) => {
+    app.addHook('onRequest', (request, reply, done) => {
       reply.header('x-request-id', request.id);
+      done();
     });
   },
   { name: 'hookstream-request-id' },

@@ -51,9 +51,9 @@ function toPlain(resource: HalResource): Hal {
 
 export const selectionPlugin = fp(
   async (app: FastifyInstance) => {
-    app.addHook('preSerialization', async (request, reply, payload) => {
-      if (reply.statusCode >= 300 || !isHal(payload)) return payload;
-      return applySelection(payload, selectionOf(request));
+    app.addHook('preSerialization', (request, reply, payload, done) => {
+      if (reply.statusCode >= 300 || !isHal(payload)) return done(null, payload);
+      done(null, applySelection(payload, selectionOf(request)));
     });
   },
   { name: 'hookstream-selection' },

@@ -1,6 +1,6 @@
 import { writeThenRead } from '../kafka/read-your-writes';
 import type { OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
-import { taskEventRecords, type TaskTopics } from './task-events';
+import { taskEventRecord, type TaskTopics } from './task-events';
 import type { TaskRecord, TaskSnapshot } from './task-snapshot';
 
 export interface NewTask {
@@ -36,7 +36,8 @@ export async function acceptTask(
     ...(task.subscription ? { subscription: task.subscription } : {}),
   };
   let snapshot = draft;
-  const [event] = taskEventRecords(deps.topics, 'task.accepted', draft, { input: task.input });
+  // Only the event: the snapshot that goes with it is written in the second stage, once its position is known.
+  const event = taskEventRecord(deps.topics, 'task.accepted', draft, { input: task.input });
   const withSnapshot = ([first]: RecordPosition[]) => {
     snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
     return [{ topic: deps.topics.tasks, key: task.taskId, value: JSON.stringify(snapshot) }, ...alongside];

@@ -28,6 +28,34 @@ export interface TaskTopics {
   tasks: string;
 }
 
+/** A task event record: CloudEvents headers, the TaskEvent as its JSON value. */
+export function taskEventRecord(
+  topics: TaskTopics,
+  kind: TaskEventKind,
+  snapshot: TaskSnapshot,
+  data: unknown,
+): OutgoingRecord {
+  const time = snapshot.updatedAt;
+  const value: TaskEvent = {
+    event: kind,
+    taskId: snapshot.taskId,
+    type: snapshot.type,
+    attempt: snapshot.attempt,
+    time,
+    data,
+  };
+  return cloudEventRecord({
+    topic: topics.taskEvents,
+    key: snapshot.taskId,
+    type: kind,
+    subject: snapshot.taskId,
+    data: value,
+    time,
+    // The bridge matches a task's events to its tenant's subscriptions without keeping a view of every task.
+    extensions: { tenant: snapshot.tenant },
+  });
+}
+
 /**
  * An event and the snapshot it leads to, published together in one
  * transaction so the snapshot never disagrees with the event log.
@@ -38,26 +66,8 @@ export function taskEventRecords(
   snapshot: TaskSnapshot,
   data: unknown,
 ): OutgoingRecord[] {
-  const time = snapshot.updatedAt;
-  const value: TaskEvent = {
-    event: kind,
-    taskId: snapshot.taskId,
-    type: snapshot.type,
-    attempt: snapshot.attempt,
-    time,
-    data,
-  };
   return [
-    cloudEventRecord({
-      topic: topics.taskEvents,
-      key: snapshot.taskId,
-      type: kind,
-      subject: snapshot.taskId,
-      data: value,
-      time,
-      // The bridge matches a task's events to its tenant's subscriptions without keeping a view of every task.
-      extensions: { tenant: snapshot.tenant },
-    }),
+    taskEventRecord(topics, kind, snapshot, data),
     { topic: topics.tasks, key: snapshot.taskId, value: JSON.stringify(snapshot) },
   ];
 }

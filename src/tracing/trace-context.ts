@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../lib/random-hex';
 
 /** A W3C Trace Context position: the trace, and the span that a child's `traceparent` names as its parent. */
 export interface TraceContext {
@@ -25,12 +25,12 @@ export function formatTraceparent(t: TraceContext): string {
 
 /** A new trace, sampled: nothing upstream decided otherwise. */
 export function newTrace(): TraceContext {
-  return { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), flags: '01' };
+  return { traceId: randomHex(16), spanId: randomHex(8), flags: '01' };
 }
 
 /** The same trace, one step further: a new span id whose parent is `t`'s. */
 export function childOf(t: TraceContext): TraceContext {
-  return { ...t, spanId: randomBytes(8).toString('hex') };
+  return { ...t, spanId: randomHex(8) };
 }
 
 /** Runs `fn` with `t` as the current trace: records written inside carry it. */

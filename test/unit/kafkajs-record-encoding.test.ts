@@ -1,0 +1,99 @@
+/*
+ * src/kafka/patches/ makes kafkajs encode a produced record into one buffer of the record's size: as shipped, every
+ * record and every header got an encoder of its own (512 bytes each, zero-filled) and every varint a Buffer, which
+ * made record encoding and its garbage a large share of the api's CPU per accepted task. The bytes on the wire are
+ * unchanged; these tests pin both.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own record encoder, patched
+const Record = require('kafkajs/src/protocol/recordBatch/record/v0') as (record: {
+  key: string | Buffer | null;
+  value: string | Buffer | null;
+  headers?: Record<string, string | Buffer | (string | Buffer)[]>;
+  offsetDelta?: number;
+  timestampDelta?: number;
+}) => { buffer: Buffer; buf: Buffer };
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own encoder, patched
+const Encoder = require('kafkajs/src/protocol/encoder') as new () => {
+  writeVarInt(v: number): { buffer: Buffer };
+  writeVarLong(v: number): { buffer: Buffer };
+};
+
+const hex = (b: Buffer) => b.toString('hex');
+
+describe('kafkajs record encoding (patched)', () => {
+  it('writes the bytes of the record format v2', () => {
+    // body of 12 bytes (zigzag 0x18), attributes, timestamp delta 0, offset delta 0, key "k", value "v", one header h=x
+    expect(hex(Record({ key: 'k', value: 'v', headers: { h: 'x' } }).buffer)).toBe('18000000026b02760202680278');
+    expect(hex(Record({ key: null, value: null }).buffer)).toBe('0c0000000101' + '00');
+    const multi = Record({ key: 'k', value: 'v', headers: { a: ['1', '2'] }, offsetDelta: 300, timestampDelta: 70 });
+    // offset delta 300 is zigzag 600 (d804), timestamp delta 70 is zigzag 140 (8c01); header a=1, a=2
+    expect(hex(multi.buffer)).toBe('24008c01d804026b0276040261023102610232');
+  });
+
+  it('writes varints and varlongs as zigzag LEB128', () => {
+    expect(hex(new Encoder().writeVarInt(300).buffer)).toBe('d804');
+    expect(hex(new Encoder().writeVarInt(-1).buffer)).toBe('01');
+    expect(hex(new Encoder().writeVarInt(2 ** 31 - 1).buffer)).toBe('feffffff0f');
+    expect(hex(new Encoder().writeVarLong(-1).buffer)).toBe('01');
+    expect(hex(new Encoder().writeVarLong(123456789012).buffer)).toBe('a8e8c8e99707');
+  });
+
+  it('encodes a record with headers into one buffer of about its size, allocating nothing per header or varint', () => {
+    const headers = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`ce_header${i}`, `value ${i}`]));
+    const alloc = jest.spyOn(Buffer, 'alloc');
+    const from = jest.spyOn(Buffer, 'from');
+    try {
+      const record = Record({ key: 'a-task-id', value: '{"event":"task.accepted"}', headers });
+      expect(alloc).toHaveBeenCalledTimes(1);
+      expect(from).not.toHaveBeenCalled();
+      expect(record.buf.length).toBeLessThan(2 * record.buffer.length);
+    } finally {
+      alloc.mockRestore();
+      from.mockRestore();
+    }
+  });
+});
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own 64-bit integers
+const Long = require('kafkajs/src/utils/long') as { fromValue(v: unknown): unknown };
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own grouping, patched
+const groupMessagesPerPartition = require('kafkajs/src/producer/groupMessagesPerPartition') as (args: {
+  topic: string;
+  partitionMetadata: { partitionId: number; leader: number }[];
+  messages: { key: string; value: string; partition?: number }[];
+  partitioner: unknown;
+}) => Record<string, { key: string }[]>;
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's default partitioner, patched
+const defaultPartitioner = require('kafkajs/src/producer/partitioners/default') as () => unknown;
+
+describe('kafkajs producer batching (patched)', () => {
+  it('encodes a small varlong (a timestamp delta) without 64-bit Long arithmetic, to the same bytes', () => {
+    const fromValue = jest.spyOn(Long, 'fromValue');
+    try {
+      expect(hex(new Encoder().writeVarLong(70).buffer)).toBe('8c01');
+      expect(hex(new Encoder().writeVarLong(-(2 ** 31)).buffer)).toBe('ffffffff0f');
+      expect(fromValue).not.toHaveBeenCalled();
+    } finally {
+      fromValue.mockRestore();
+    }
+    expect(hex(new Encoder().writeVarLong(2 ** 31).buffer)).toBe('8080808010');
+  });
+
+  it('groups messages with explicit partitions in order, without listing the available partitions per message', () => {
+    const partitionMetadata = [0, 1, 2].map((partitionId) => ({ partitionId, leader: 0 }));
+    const filter = jest.spyOn(partitionMetadata, 'filter');
+    const messages = Array.from({ length: 9 }, (_, i) => ({ key: `k${i}`, value: 'v', partition: i % 3 }));
+    const grouped = groupMessagesPerPartition({
+      topic: 't',
+      partitionMetadata,
+      messages,
+      partitioner: defaultPartitioner(),
+    });
+    expect(Object.fromEntries(Object.entries(grouped).map(([p, ms]) => [p, ms.map((m) => m.key)]))).toEqual({
+      0: ['k0', 'k3', 'k6'],
+      1: ['k1', 'k4', 'k7'],
+      2: ['k2', 'k5', 'k8'],
+    });
+    expect(filter).not.toHaveBeenCalled();
+  });
+});
