@@ -118,6 +118,43 @@ async function writes(brokers: string[], api: RunningService, rows: Comparison[]
   }
 }
 
+/**
+ * The other writes on the same path (a transaction shared with concurrent requests, then the view's read-back):
+ * creating a resource and a subscription, against the naive baseline, at c=1 and c=200.
+ */
+async function otherWrites(brokers: string[], api: RunningService, rows: Comparison[]): Promise<void> {
+  const naive = await naiveKafka(brokers, await baselineTopic(brokers));
+  try {
+    const writes = [
+      { path: '/orders', body: { orderNumber: 1, itemCount: 2, status: 'open' }, status: 201 },
+      {
+        path: '/subscriptions',
+        body: { callbackUrl: 'http://127.0.0.1:9/hook', events: ['order.created'] },
+        status: 201,
+      },
+    ];
+    for (const w of writes) {
+      for (const concurrency of [1, 200]) {
+        const requests = concurrency === 1 ? Math.min(REQUESTS, 300) : REQUESTS;
+        const [h, n] = await measured(requests, concurrency, [
+          {
+            label: `hookstream POST ${w.path} c=${concurrency}`,
+            target: poster(`${api.url}${w.path}`, w.body, AUTH, w.status),
+          },
+          { label: `naive kafkajs POST c=${concurrency}`, target: poster(`${naive.url}/tasks`, w.body, {}, 202) },
+        ]);
+        rows.push(
+          compare(`POST ${w.path} c=${concurrency}, created/s`, h.perSecond, n.perSecond, '/s', 'naive kafkajs'),
+        );
+        rows.push(compare(`POST ${w.path} c=${concurrency}, p50`, h.p50Ms, n.p50Ms, 'ms', 'naive kafkajs'));
+        rows.push(compare(`POST ${w.path} c=${concurrency}, p99`, h.p99Ms, n.p99Ms, 'ms', 'naive kafkajs'));
+      }
+    }
+  } finally {
+    await naive.close();
+  }
+}
+
 async function reads(api: RunningService, rows: Comparison[]): Promise<void> {
   const res = await fetch(`${api.url}/tasks`, {
     method: 'POST',
@@ -212,6 +249,7 @@ async function main(): Promise<void> {
       });
       try {
         await writes(brokers, api, rows);
+        await otherWrites(brokers, api, rows);
         await reads(api, rows);
       } finally {
         await api.stop();
