@@ -1,5 +1,6 @@
 // kafkajs's own encoder and record batch, patched (src/kafka/patches)
 /* eslint-disable @typescript-eslint/no-require-imports */
+export {}; // a module: its names do not meet other test files' in the global scope
 const Encoder = require('kafkajs/src/protocol/encoder') as new (initialSize?: number) => {
   writeInt32(v: number): unknown;
   writeString(v: string): unknown;
