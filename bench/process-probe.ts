@@ -32,3 +32,17 @@ export async function ready(base: string, exited: () => number | null): Promise<
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** The process's own memory account from its /metrics (prom-client's default metrics), in MB. */
+export async function memoryMb(base: string): Promise<{ heapUsed: number; heapTotal: number; external: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const value = (name: string) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(text);
+    return m ? Math.round(Number(m[1]) / 2 ** 20) : NaN;
+  };
+  return {
+    heapUsed: value('nodejs_heap_size_used_bytes'),
+    heapTotal: value('nodejs_heap_size_total_bytes'),
+    external: value('nodejs_external_memory_bytes'),
+  };
+}

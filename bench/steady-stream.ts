@@ -6,16 +6,21 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { closedLoop } from './load';
-import { freePort, ready, rssMb } from './process-probe';
+import { closedLoopApart, poster } from './load';
+import { freePort, memoryMb, ready, rssMb } from './process-probe';
 
 export interface SteadyFigure {
   tasks: number;
   retentionMs: number;
   /** RSS after each quarter of the stream */
   rssMb: number[];
+  /** the process's V8 heap (used, total) and external memory after each quarter, from its /metrics */
+  memoryMb: Awaited<ReturnType<typeof memoryMb>>[];
   tasksPerSecond: number;
 }
+
+const TASK = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
+const AUTH = (key: string) => ({ authorization: `Bearer ${key}` });
 
 export async function steadyStream(brokers: string[], tasks: number, key: string): Promise<SteadyFigure> {
   const retentionMs = 5000;
@@ -36,21 +41,18 @@ export async function steadyStream(brokers: string[], tasks: number, key: string
   try {
     const base = `http://127.0.0.1:${port}`;
     await ready(base, () => child.exitCode);
-    const body = JSON.stringify({ type: 'countdown', input: { steps: 1, stepMs: 0 } });
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const quarter = Math.ceil(tasks / 4);
     const rss: number[] = [];
+    const memory: SteadyFigure['memoryMb'] = [];
     const started = performance.now();
     for (let q = 0; q < 4; q += 1) {
-      await closedLoop('steady stream', quarter, 20, async () => {
-        const res = await fetch(`${base}/tasks`, { method: 'POST', headers, body });
-        if (res.status !== 202) throw new Error(`POST /tasks answered ${res.status}: ${await res.text()}`);
-        await res.text();
-      });
+      // The client in a process of its own, as in the api figures: the measured process is the service alone.
+      await closedLoopApart('steady stream', quarter, 50, poster(`${base}/tasks`, TASK, AUTH(key), 202));
       rss.push(rssMb(child.pid as number));
+      memory.push(await memoryMb(base));
     }
     const tasksPerSecond = Math.round((4 * quarter) / ((performance.now() - started) / 1000));
-    return { tasks: 4 * quarter, retentionMs, rssMb: rss, tasksPerSecond };
+    return { tasks: 4 * quarter, retentionMs, rssMb: rss, memoryMb: memory, tasksPerSecond };
   } finally {
     child.kill('SIGTERM');
   }

@@ -27,8 +27,10 @@ export interface HalResource extends Hal {
 
 /** hrefs are relative to the API root and never end in `/` (except the root itself). */
 export function link(href: string): Link {
-  return { href: href.length > 1 ? href.replace(/\/+$/, '') : href };
+  return { href: href.length > 1 && href.endsWith('/') ? href.replace(/\/+$/, '') : href };
 }
+
+const NOTHING_EMBEDDABLE: ReadonlyMap<string, EmbedResolver> = new Map();
 
 export function halResource(
   fields: Record<string, unknown>,
@@ -37,7 +39,8 @@ export function halResource(
   defaultEmbedded: string[] = [],
 ): HalResource {
   const resource: HalResource = { _links: links, ...fields };
-  Object.defineProperty(resource, EMBEDDABLE, { value: new Map(Object.entries(embeddable)), enumerable: false });
+  const relations = Object.keys(embeddable).length > 0 ? new Map(Object.entries(embeddable)) : NOTHING_EMBEDDABLE;
+  Object.defineProperty(resource, EMBEDDABLE, { value: relations, enumerable: false });
   Object.defineProperty(resource, DEFAULT_EMBEDDED, { value: defaultEmbedded, enumerable: false });
   return resource;
 }

@@ -26,22 +26,45 @@ export function selectionOf(request: FastifyRequest): Selection {
  * Spec "Retrieval with field selection and embedding": embedding is applied
  * first, then `fields`; `_links` and `_embedded` are selectable like fields;
  * unknown names are ignored; with no `fields` the default keeps everything.
+ * Fields keep the resource's order. This runs on every HAL answer, hence one pass and no intermediate arrays.
  */
 export function applySelection(resource: HalResource, selection: Selection): Hal {
+  const embedded = embeddedOf(resource, selection.embedded ?? resource[DEFAULT_EMBEDDED]);
+  const keep = selection.fields ? new Set(selection.fields) : undefined;
+  const out = {} as Hal;
+  let placed = false;
+  for (const key of Object.keys(resource)) {
+    if (keep && !keep.has(key)) continue;
+    if (key === '_embedded') {
+      placed = true;
+      if (embedded) out._embedded = embedded;
+    } else {
+      put(out, key, resource[key]);
+    }
+  }
+  if (embedded && !placed && (!keep || keep.has('_embedded'))) out._embedded = embedded;
+  return out;
+}
+
+/** `out[key] = value`, except that a key like `__proto__` stays an ordinary key instead of setting the prototype. */
+function put(out: Hal, key: string, value: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
+}
+
+/** The resource's own `_embedded` plus the wanted relations it can embed; undefined when that is nothing. */
+function embeddedOf(resource: HalResource, wanted: readonly string[] | undefined): Hal['_embedded'] {
+  const own = resource._embedded;
+  if (!wanted?.length) return own && Object.keys(own).length > 0 ? own : undefined;
+  // Entries and fromEntries, never `obj[name] =`: a relation name like `__proto__` stays an ordinary key.
+  const embedded: [string, Hal | Hal[]][] = Object.entries(own ?? {});
   const embeddable = resource[EMBEDDABLE];
-  const wanted = new Set(selection.embedded ?? resource[DEFAULT_EMBEDDED] ?? []);
-  // Entries and fromEntries, never `obj[name] =`: a name like `__proto__` stays an ordinary key.
-  const embedded: [string, Hal | Hal[]][] = Object.entries(resource._embedded ?? {});
-  for (const rel of wanted) {
+  for (const rel of new Set(wanted)) {
     const value = embeddable?.get(rel)?.();
     if (value !== undefined) embedded.push([rel, Array.isArray(value) ? value.map(toPlain) : toPlain(value)]);
   }
-  const out: Hal = { ...resource };
-  if (embedded.length > 0) out._embedded = Object.fromEntries(embedded);
-  else delete out._embedded;
-  if (!selection.fields) return out;
-  const keep = new Set(selection.fields);
-  return Object.fromEntries(Object.entries(out).filter(([k]) => keep.has(k))) as Hal;
+  return embedded.length > 0 ? Object.fromEntries(embedded) : undefined;
 }
 
 /** Embedded resources carry their own default embeds, never their callers' selection. */

@@ -4,6 +4,8 @@ import { clusterFactory } from './kafkajs-cluster-factory';
 /** kafkajs's wire value for ListOffsets' isolation_level */
 const READ_UNCOMMITTED = 0;
 const LATEST = -1;
+/** kafkajs's default for its producers and consumers */
+const METADATA_MAX_AGE_MS = 300000;
 
 /** The slice of kafkajs's internal Cluster this module uses (kafkajs is pinned, see package.json). */
 interface KafkajsCluster {
@@ -43,7 +45,14 @@ export class HighWatermarks {
 
   constructor(kafka: Kafka) {
     const create = clusterFactory(kafka);
-    this.cluster = create({ allowAutoTopicCreation: false, isolationLevel: READ_UNCOMMITTED }) as KafkajsCluster;
+    this.cluster = create({
+      allowAutoTopicCreation: false,
+      isolationLevel: READ_UNCOMMITTED,
+      // kafkajs's own clients get this default from their factories, its cluster factory gives 0: metadata that
+      // expires at once, which made every call (one per view sync) a Metadata round trip before its ListOffsets.
+      // A moved leader or a failed call still refreshes at once (see of()).
+      metadataMaxAge: METADATA_MAX_AGE_MS,
+    }) as KafkajsCluster;
   }
 
   /** partition → high watermark; one ListOffsets round trip per leader once metadata is known */

@@ -1,4 +1,5 @@
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type ISocketFactory, type Producer } from 'kafkajs';
+import { connect } from 'node:net';
 import { HighWatermarks } from '../../src/kafka/high-watermarks';
 import { KafkaStateView } from '../../src/kafka/state-view';
 import { createLogger } from '../../src/logger';
@@ -92,4 +93,47 @@ test('a view synced while a transaction is open has its record once the sync ret
   await targetKnown;
   await tx.commit();
   expect(await seenWhenSynced).toBe('here');
+});
+
+/** A client whose sockets note the API key of every request they send (a Kafka request header starts size, key). */
+function countingClient(): { kafka: Kafka; requests(apiKey: number): number } {
+  const keys: number[] = [];
+  const socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
+    const socket = connect({ host, port }, onConnect);
+    const write = socket.write.bind(socket) as (chunk: unknown, ...rest: unknown[]) => boolean;
+    socket.write = ((chunk: unknown, ...rest: unknown[]) => {
+      if (Buffer.isBuffer(chunk) && chunk.length >= 6) keys.push(chunk.readInt16BE(4));
+      return write(chunk, ...rest);
+    }) as typeof socket.write;
+    return socket;
+  };
+  const counted = new Kafka({
+    clientId: 'hw-count',
+    brokers: testBrokers(),
+    logLevel: logLevel.NOTHING,
+    socketFactory,
+  });
+  return { kafka: counted, requests: (apiKey) => keys.filter((k) => k === apiKey).length };
+}
+
+test('repeated calls reuse the topic metadata: a ListOffsets each, not a Metadata request before every one', async () => {
+  const METADATA = 3;
+  const LIST_OFFSETS = 2;
+  const topic = await newTopic();
+  const { kafka: counted, requests } = countingClient();
+  const watermarks = new HighWatermarks(counted);
+  closers.push(() => watermarks.close());
+  // A just-created topic's first answer may name a leader that is not one yet: that call fails and refreshes.
+  await until(
+    () =>
+      watermarks.of(topic).then(
+        () => true,
+        () => undefined,
+      ),
+    10000,
+  );
+  const [metadataBefore, listBefore] = [requests(METADATA), requests(LIST_OFFSETS)];
+  for (let i = 0; i < 20; i += 1) await watermarks.of(topic);
+  expect(requests(LIST_OFFSETS) - listBefore).toBe(20);
+  expect(requests(METADATA) - metadataBefore).toBe(0);
 });
