@@ -10,12 +10,15 @@ import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delive
 import type { CancelReason } from '../../src/subscriptions/subscription';
 import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
+import type { AttemptRecorder } from './attempt-recorder';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 
 export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
 
 export interface LaneDeps {
   publisher: Publisher;
+  /** the delivery history's writer, shared by every lane */
+  history: AttemptRecorder;
   /** the api's store: the bridge reads subscriptions from it and ends them through it, one writer of the format */
   subscriptions: SubscriptionStore;
   agent: Agent;
@@ -136,7 +139,7 @@ export class DeliveryLane {
       ...(result.outcome === 'failed' ? { error: result.error } : {}),
     };
     const history = { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) };
-    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.publisher.publish([history]));
+    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.history.record(history));
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
     writes.push(recorded);
     const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
