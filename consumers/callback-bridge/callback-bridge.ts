@@ -13,7 +13,7 @@ import { createCallbackAgent } from './send-callback';
  * How often, at most, the attempt records of all lanes are written (AttemptRecorder): what it adds is only to when an
  * event is committed, never to when its callback is sent.
  */
-const HISTORY_LINGER_MS = 25;
+const HISTORY_LINGER_MS = 50;
 
 export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
