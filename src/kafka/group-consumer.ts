@@ -56,7 +56,8 @@ export async function runGroupConsumer(
     const committing = new Promise((resolve) => setImmediate(resolve)).then(() => {
       due.delete(progress);
       const current = () => work.get(tp(topic, partition)) === progress;
-      if (!current()) return;
+      // A partition handed back on shutdown is still this member's until it leaves: what finished is committed.
+      if (!stopping && !current()) return;
       const send = (offset: bigint) => consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
       return progress.commit(send, current)?.catch((err) => {
         logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');

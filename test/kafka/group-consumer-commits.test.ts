@@ -18,18 +18,24 @@ function recordingCommits(kafka: Kafka, commits: string[]): Kafka {
   return Object.assign(Object.create(kafka) as Kafka, { consumer });
 }
 
+const kafka = new Kafka({ clientId: 'test-commits', brokers: testBrokers(), logLevel: logLevel.NOTHING });
+
+/** A topic of one partition holding `count` records. */
+async function createWithRecords(topic: string, count: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: Array.from({ length: count }, (_, i) => ({ key: 'k', value: `${i}` })) });
+  await producer.disconnect();
+}
+
 describe('the group consumer on the real broker', () => {
   test('records that finish in the same turn share one offset commit', async () => {
     const topic = `${uniquePrefix('commits')}events`;
-    const kafka = new Kafka({ clientId: 'test-commits', brokers: testBrokers(), logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
-    await admin.disconnect();
-    const producer = kafka.producer();
-    await producer.connect();
-    await producer.send({ topic, messages: Array.from({ length: 20 }, (_, i) => ({ key: 'k', value: `${i}` })) });
-    await producer.disconnect();
+    await createWithRecords(topic, 20);
 
     // Every handler waits for one gate, so all twenty finish in one turn, as a batch of callbacks whose history
     // was written in one transaction does.
@@ -59,5 +65,33 @@ describe('the group consumer on the real broker', () => {
       await consumer.stop();
     }
     expect(commits).toEqual(['0:20']);
+  });
+
+  test('records that finished just before a stop are committed by it', async () => {
+    const topic = `${uniquePrefix('commits-stop')}events`;
+    await createWithRecords(topic, 5);
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let started = 0;
+    const commits: string[] = [];
+    const consumer = await runGroupConsumer(
+      recordingCommits(kafka, commits),
+      {
+        groupId: `${topic}.group`,
+        topics: [topic],
+        maxInFlight: 100,
+        handle: async () => {
+          started += 1;
+          await gate;
+        },
+      },
+      createLogger('silent'),
+    );
+    await until(async () => (started === 5 ? true : undefined), 30000);
+    // The stop is the next thing the event loop runs after the records finish: before their commit would go.
+    const stopped = new Promise<void>((resolve, reject) => setImmediate(() => consumer.stop().then(resolve, reject)));
+    open();
+    await stopped;
+    expect(commits).toEqual(['0:5']);
   });
 });
