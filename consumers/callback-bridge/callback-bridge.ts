@@ -6,9 +6,16 @@ import type { Logger } from '../../src/logger';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
 import { DeliveryLane, type CallbackParts, type LaneDeps } from './delivery-lanes';
+import { AttemptRecorder } from './attempt-recorder';
 import { createCallbackAgent } from './send-callback';
 
-export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent'> {
+/**
+ * How often, at most, the attempt records of all lanes are written (AttemptRecorder): what it adds is only to when an
+ * event is committed, never to when its callback is sent.
+ */
+const HISTORY_LINGER_MS = 50;
+
+export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   publisher: Publisher;
   topics: LaneDeps['topics'] & { taskEvents: string; domainEvents: string };
@@ -36,7 +43,7 @@ export class CallbackBridge {
     agent: LaneDeps['agent'],
     private readonly logger: Logger,
   ) {
-    this.laneDeps = { ...deps, agent, logger };
+    this.laneDeps = { ...deps, agent, logger, history: new AttemptRecorder(deps.publisher, HISTORY_LINGER_MS) };
   }
 
   /** Resolves once every callback of the event is done (delivered, refused, gone or dead-lettered). */

@@ -10,12 +10,15 @@ import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delive
 import type { CancelReason } from '../../src/subscriptions/subscription';
 import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
+import type { AttemptRecorder } from './attempt-recorder';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 
 export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
 
 export interface LaneDeps {
   publisher: Publisher;
+  /** the delivery history's writer, shared by every lane */
+  history: AttemptRecorder;
   /** the api's store: the bridge reads subscriptions from it and ends them through it, one writer of the format */
   subscriptions: SubscriptionStore;
   agent: Agent;
@@ -111,7 +114,10 @@ export class DeliveryLane {
     signal: AbortSignal,
     writes: Promise<void>[],
   ): Promise<CallbackResult | undefined> {
-    await this.freshSubscriptions(signal);
+    // A handed-back event is not sent again: the retry loop's pause ends at once on the abort, and comes here.
+    if (signal.aborted) throw new LaneStopped();
+    const syncing = this.freshSubscriptions(signal);
+    if (syncing) await syncing;
     const sub = this.deps.subscriptions.get(this.subscriptionId);
     if (!sub || sub.status !== 'active') return undefined;
     const { timeoutMs } = this.deps.callbacks;
@@ -136,7 +142,7 @@ export class DeliveryLane {
       ...(result.outcome === 'failed' ? { error: result.error } : {}),
     };
     const history = { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) };
-    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.publisher.publish([history]));
+    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.history.record(history));
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
     writes.push(recorded);
     const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
@@ -155,8 +161,15 @@ export class DeliveryLane {
    * (subscription-lease.ts). One sync serves every lane for the length of a lease; the next is begun half a lease
    * early, so a busy lane seldom waits for one.
    */
-  private async freshSubscriptions(signal: AbortSignal): Promise<void> {
+  private freshSubscriptions(signal: AbortSignal): Promise<void> | undefined {
     const view = this.deps.subscriptions.view;
+    // Synced within the last half lease: nothing to wait for and no early sync due. Most callbacks of a busy lane
+    // get here, and answer without a promise (each costs, and more where async hooks are on).
+    if (view.syncedAt >= Date.now() - SUBSCRIPTIONS_LEASE_MS / 2) return undefined;
+    return this.syncSubscriptions(view, signal);
+  }
+
+  private async syncSubscriptions(view: SubscriptionStore['view'], signal: AbortSignal): Promise<void> {
     void view.syncedSince(Date.now() - SUBSCRIPTIONS_LEASE_MS / 2, this.deps.kafkaTimeoutMs).catch(() => undefined);
     for (;;) {
       const since = Date.now() - SUBSCRIPTIONS_LEASE_MS;

@@ -42,15 +42,27 @@ export async function runGroupConsumer(
   /** per partition: its high watermark at the latest fetch, and the offset that fetch read up to (markers too) */
   const fetched = new Map<string, { topic: string; partition: number; highWatermark: bigint; to: bigint }>();
 
-  /** Commits a partition up to its oldest unfinished record (PartitionProgress coalesces the commits). */
+  /** partitions with a commit due at the next turn of the event loop */
+  const due = new Set<PartitionProgress>();
+
+  /**
+   * Commits a partition up to its oldest unfinished record, at the next turn of the event loop: records that finish
+   * in the same turn (the bridge's callbacks whose history was written in one transaction) share one commit, where
+   * committing at the first would send a second for the rest. PartitionProgress coalesces the commits after that.
+   */
   function commit(topic: string, partition: number, progress: PartitionProgress): void {
-    const send = (offset: bigint) => consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
-    const committing = progress
-      .commit(send, () => work.get(tp(topic, partition)) === progress)
-      ?.catch((err) => {
+    if (due.has(progress)) return;
+    due.add(progress);
+    const committing = new Promise((resolve) => setImmediate(resolve)).then(() => {
+      due.delete(progress);
+      const current = () => work.get(tp(topic, partition)) === progress;
+      // A partition handed back on shutdown is still this member's until it leaves: what finished is committed.
+      if (!stopping && !current()) return;
+      const send = (offset: bigint) => consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
+      return progress.commit(send, current)?.catch((err) => {
         logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
       });
-    if (!committing) return;
+    });
     commits.add(committing);
     void committing.finally(() => commits.delete(committing));
   }

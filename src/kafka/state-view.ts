@@ -38,7 +38,7 @@ export class KafkaStateView<T> implements StateView<T> {
   private synced = false;
   private stopped = false;
   /** when the last completed sync started: everything committed before it is applied */
-  private syncedAt = 0;
+  private lastSyncAt = 0;
   private syncInFlight: { startedAt: number; done: Promise<void> } | undefined;
 
   constructor(
@@ -55,6 +55,10 @@ export class KafkaStateView<T> implements StateView<T> {
 
   get caughtUp(): boolean {
     return this.synced;
+  }
+
+  get syncedAt(): number {
+    return this.lastSyncAt;
   }
 
   get(key: string): T | undefined {
@@ -144,7 +148,7 @@ export class KafkaStateView<T> implements StateView<T> {
    */
   async syncedSince(time: number, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.syncedAt < time) {
+    while (this.lastSyncAt < time) {
       const inFlight = this.syncInFlight;
       if (inFlight && inFlight.startedAt >= time) {
         await inFlight.done;
@@ -160,7 +164,7 @@ export class KafkaStateView<T> implements StateView<T> {
     const done = (async () => {
       const latest = await this.latestWithin(startedAt + timeoutMs);
       await this.waitForTargets(latest, Math.max(1, startedAt + timeoutMs - Date.now()));
-      if (startedAt > this.syncedAt) this.syncedAt = startedAt;
+      if (startedAt > this.lastSyncAt) this.lastSyncAt = startedAt;
     })();
     const entry = { startedAt, done };
     this.syncInFlight = entry;

@@ -102,6 +102,8 @@ export interface StateView<T> {
   /** resolves once the view has applied every given position on its topic */
   waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void>;
   onChange(listener: (key: string, value: T | undefined) => void): void;
+  /** when the last completed sync began (ms since epoch): syncedSince(t) for any t up to it needs no round trip */
+  readonly syncedAt: number;
   /**
    * Resolves once every transaction that had written to the topic before
    * `time` (ms) is decided and its committed records are applied, including a

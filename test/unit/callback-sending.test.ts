@@ -146,6 +146,14 @@ describe('classifying the answer', () => {
     expect(result.outcome === 'failed' && result.error).toMatch(/timeout|abort/i);
   });
 
+  test('an answer with a long body counts by its status; the body is not read to its end', async () => {
+    agent
+      .get(ORIGIN)
+      .intercept({ path: /.*/, method: 'POST' })
+      .reply(200, 'x'.repeat(1024 * 1024));
+    expect(await send(message())).toMatchObject({ outcome: 'delivered', statusCode: 200 });
+  });
+
   test('a connection error is a failure naming its code', async () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     agent.get(ORIGIN).intercept({ path: /.*/, method: 'POST' }).replyWithError(refused);

@@ -3,6 +3,7 @@ import { DeliveryLane, LaneStopped, type LaneDeps } from '../../consumers/callba
 import { createLogger } from '../../src/logger';
 import { CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';
+import { AttemptRecorder } from '../../consumers/callback-bridge/attempt-recorder';
 import { FakePublisher, FakeView } from './fakes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 
@@ -35,6 +36,7 @@ function setup(maxAttempts = 5) {
   const store = new SubscriptionStore({ view: subscriptions, publisher, topic: 'subs', timeoutMs: 1000 });
   const deps: LaneDeps = {
     publisher,
+    history: new AttemptRecorder(publisher, 0),
     subscriptions: store,
     agent: agent as unknown as Agent,
     logger: createLogger('silent'),

@@ -1,0 +1,97 @@
+import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import { runGroupConsumer } from '../../src/kafka/group-consumer';
+import { createLogger } from '../../src/logger';
+import { testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
+
+/** kafkajs, except that every offset commit a consumer sends is recorded: partition and offset. */
+function recordingCommits(kafka: Kafka, commits: string[]): Kafka {
+  const consumer = (config: Parameters<Kafka['consumer']>[0]): Consumer => {
+    const c = kafka.consumer(config);
+    const commitOffsets = c.commitOffsets.bind(c);
+    c.commitOffsets = (offsets) => {
+      commits.push(...offsets.map((o) => `${o.partition}:${o.offset}`));
+      return commitOffsets(offsets);
+    };
+    return c;
+  };
+  return Object.assign(Object.create(kafka) as Kafka, { consumer });
+}
+
+const kafka = new Kafka({ clientId: 'test-commits', brokers: testBrokers(), logLevel: logLevel.NOTHING });
+
+/** A topic of one partition holding `count` records. */
+async function createWithRecords(topic: string, count: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: Array.from({ length: count }, (_, i) => ({ key: 'k', value: `${i}` })) });
+  await producer.disconnect();
+}
+
+describe('the group consumer on the real broker', () => {
+  test('records that finish in the same turn share one offset commit', async () => {
+    const topic = `${uniquePrefix('commits')}events`;
+    await createWithRecords(topic, 20);
+
+    // Every handler waits for one gate, so all twenty finish in one turn, as a batch of callbacks whose history
+    // was written in one transaction does.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let started = 0;
+    const commits: string[] = [];
+    const consumer = await runGroupConsumer(
+      recordingCommits(kafka, commits),
+      {
+        groupId: `${topic}.group`,
+        topics: [topic],
+        maxInFlight: 100,
+        handle: async () => {
+          started += 1;
+          await gate;
+        },
+      },
+      createLogger('silent'),
+    );
+    try {
+      await until(async () => (started === 20 ? true : undefined), 30000);
+      open();
+      await until(async () => (commits.length > 0 ? true : undefined), 30000);
+    } finally {
+      // Stopping settles every commit begun, so what is recorded then is all there will be.
+      await consumer.stop();
+    }
+    expect(commits).toEqual(['0:20']);
+  });
+
+  test('records that finished just before a stop are committed by it', async () => {
+    const topic = `${uniquePrefix('commits-stop')}events`;
+    await createWithRecords(topic, 5);
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let started = 0;
+    const commits: string[] = [];
+    const consumer = await runGroupConsumer(
+      recordingCommits(kafka, commits),
+      {
+        groupId: `${topic}.group`,
+        topics: [topic],
+        maxInFlight: 100,
+        handle: async () => {
+          started += 1;
+          await gate;
+        },
+      },
+      createLogger('silent'),
+    );
+    await until(async () => (started === 5 ? true : undefined), 30000);
+    // The stop is the next thing the event loop runs after the records finish: before their commit would go.
+    const stopped = new Promise<void>((resolve, reject) => setImmediate(() => consumer.stop().then(resolve, reject)));
+    open();
+    await stopped;
+    expect(commits).toEqual(['0:5']);
+  });
+});
