@@ -1,4 +1,5 @@
-import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type ISocketFactory, type LogEntry } from 'kafkajs';
+import { connect } from 'node:net';
 import type { Logger } from '../logger';
 
 export interface KafkaClientOptions {
@@ -30,6 +31,17 @@ function kafkajsLogCreator(logger: Logger) {
     };
 }
 
+/**
+ * kafkajs's own sockets, plus TCP_NODELAY as the Java client sets it: Nagle's algorithm would hold a small request
+ * written while the connection's last one is unacknowledged. (The service has no TLS or SASL settings.)
+ */
+const noDelaySockets: ISocketFactory = ({ host, port, onConnect }) => {
+  const socket = connect({ host, port }, onConnect);
+  socket.setNoDelay(true);
+  socket.setKeepAlive(true, 60000);
+  return socket;
+};
+
 export function createKafkaClient(options: KafkaClientOptions): Kafka {
   return new Kafka({
     clientId: options.clientId,
@@ -39,5 +51,6 @@ export function createKafkaClient(options: KafkaClientOptions): Kafka {
     logLevel: logLevel.WARN,
     logCreator: kafkajsLogCreator(options.logger),
     retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 5 },
+    socketFactory: noDelaySockets,
   });
 }

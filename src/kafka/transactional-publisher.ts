@@ -22,7 +22,13 @@ interface Pending {
   deadline: number;
   generation?: number;
   chain?: WriteChain;
+  thenTo?: PublishOptions['thenTo'];
 }
+
+/** kafkajs's transaction with hookstream's patch (src/kafka/patches): partitions added ahead of the sends */
+type PatchedTransaction = Transaction & {
+  addPartitions?(topics: { topic: string; partitions: { partition: number }[] }[]): Promise<void>;
+};
 
 export interface TransactionalPublisherOptions {
   transactionalId: string;
@@ -117,6 +123,7 @@ export class TransactionalPublisher implements FencingPublisher {
         deadline: Date.now() + timeoutMs,
         generation: options.generation,
         chain: options.chain,
+        thenTo: then ? options.thenTo : undefined,
       };
       const timer = setTimeout(() => {
         settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${timeoutMs} ms`));
@@ -231,6 +238,7 @@ export class TransactionalPublisher implements FencingPublisher {
     if (batch.length === 0) return all.map(() => []);
     const tx = await producer.transaction();
     try {
+      await this.addAhead(tx, batch);
       const first = await this.sendStage(
         tx,
         batch.map((p) => p.records),
@@ -249,6 +257,30 @@ export class TransactionalPublisher implements FencingPublisher {
       await tx.abort().catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * When callers said where their second stage will write, every partition of both stages is added to the
+   * transaction in one AddPartitionsToTxn, before the first send: the second send then needs none of its own.
+   */
+  private async addAhead(tx: PatchedTransaction, batch: Pending[]): Promise<void> {
+    if (!tx.addPartitions || !batch.some((p) => p.thenTo?.length)) return;
+    const targets: { topic: string; key: string; partition?: number }[] = batch.flatMap((p) => [
+      ...p.records,
+      ...(p.thenTo ?? []),
+    ]);
+    await this.partitions.load([...new Set(targets.map((t) => t.topic))]);
+    const byTopic = new Map<string, Set<number>>();
+    for (const t of targets) {
+      const set = byTopic.get(t.topic) ?? new Set<number>();
+      set.add(t.partition ?? this.partitions.partitionFor(t.topic, t.key));
+      byTopic.set(t.topic, set);
+    }
+    const topics = [...byTopic].map(([topic, set]) => ({
+      topic,
+      partitions: [...set].map((partition) => ({ partition })),
+    }));
+    await tx.addPartitions(topics);
   }
 
   private async sendStage(tx: Transaction, groups: OutgoingRecord[][]): Promise<RecordPosition[][]> {

@@ -53,6 +53,11 @@ export interface PublishOptions {
    * before they are sent. A caller can then make them without awaiting each.
    */
   chain?: WriteChain;
+  /**
+   * publishStaged: where the second stage will write (topic and key), when the caller knows before the first stage's
+   * positions. Those partitions join the transaction with the first stage's: one round trip instead of two.
+   */
+  thenTo?: { topic: string; key: string }[];
 }
 
 /** See PublishOptions.chain. Marked broken by the publisher; a new chain starts whole. */

@@ -43,7 +43,10 @@ export async function acceptTask(
     return [{ topic: deps.topics.tasks, key: task.taskId, value: JSON.stringify(snapshot) }, ...alongside];
   };
   await writeThenRead(deps.view, deps.timeoutMs, (timeoutMs) =>
-    deps.publisher.publishStaged([event], withSnapshot, { timeoutMs }),
+    deps.publisher.publishStaged([event], withSnapshot, {
+      timeoutMs,
+      thenTo: [{ topic: deps.topics.tasks, key: task.taskId }, ...alongside],
+    }),
   );
   return snapshot;
 }

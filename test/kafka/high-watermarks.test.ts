@@ -1,10 +1,10 @@
-import { Kafka, logLevel, type Admin, type ISocketFactory, type Producer } from 'kafkajs';
-import { connect } from 'node:net';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { HighWatermarks } from '../../src/kafka/high-watermarks';
 import { KafkaStateView } from '../../src/kafka/state-view';
 import { createLogger } from '../../src/logger';
 import { testBrokers, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
+import { requestWatchingSockets } from '../support/wire-requests';
 
 /*
  * A view that has synced must hold every record of every transaction that had
@@ -95,18 +95,10 @@ test('a view synced while a transaction is open has its record once the sync ret
   expect(await seenWhenSynced).toBe('here');
 });
 
-/** A client whose sockets note the API key of every request they send (a Kafka request header starts size, key). */
+/** A client that notes the API key of every request it sends. */
 function countingClient(): { kafka: Kafka; requests(apiKey: number): number } {
   const keys: number[] = [];
-  const socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
-    const socket = connect({ host, port }, onConnect);
-    const write = socket.write.bind(socket) as (chunk: unknown, ...rest: unknown[]) => boolean;
-    socket.write = ((chunk: unknown, ...rest: unknown[]) => {
-      if (Buffer.isBuffer(chunk) && chunk.length >= 6) keys.push(chunk.readInt16BE(4));
-      return write(chunk, ...rest);
-    }) as typeof socket.write;
-    return socket;
-  };
+  const socketFactory = requestWatchingSockets((apiKey) => keys.push(apiKey));
   const counted = new Kafka({
     clientId: 'hw-count',
     brokers: testBrokers(),
