@@ -94,6 +94,8 @@ export class DeliveryLane {
       const result = await this.attempt(message, attempt, signal, writes);
       if (result?.outcome !== 'failed') return;
       if (attempt >= this.deps.callbacks.maxAttempts) {
+        // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
+        await Promise.all(writes);
         await this.deadLetter(message, attempt, result.error, signal);
         return;
       }
@@ -142,7 +144,8 @@ export class DeliveryLane {
       ...(result.outcome === 'failed' ? { error: result.error } : {}),
     };
     const history = { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) };
-    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.history.record(history));
+    // Tried once even when the event is being handed back: the attempt happened (maybe delivered), so it is history.
+    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.history.record(history), true);
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
     writes.push(recorded);
     const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
@@ -209,9 +212,14 @@ export class DeliveryLane {
   }
 
   /** A Kafka step the lane cannot go on without: retried with backoff until it works or the event is handed back. */
-  private async untilDone(signal: AbortSignal, what: string, step: () => Promise<unknown>): Promise<void> {
+  private async untilDone(
+    signal: AbortSignal,
+    what: string,
+    step: () => Promise<unknown>,
+    evenIfStopped = false,
+  ): Promise<void> {
     for (let failures = 1; ; failures += 1) {
-      if (signal.aborted) throw new LaneStopped();
+      if (signal.aborted && !(evenIfStopped && failures === 1)) throw new LaneStopped();
       try {
         await step();
         return;

@@ -168,7 +168,9 @@ class Exchange implements Dispatcher.DispatchHandlers {
     if (this.done) return;
     this.done = true;
     clearTimeout(this.timer);
-    if (this.answer && (!err || this.reason)) this.resolve(this.answer);
+    // Once the status is in, it is the answer, whatever happens to the body (a reset, a short Content-Length): a
+    // 2xx is delivered and a 410 ends the subscription, as when the body is dropped unread.
+    if (this.answer) this.resolve(this.answer);
     else this.reject(err ?? new Error('the connection ended without an answer'));
   }
 }

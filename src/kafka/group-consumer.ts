@@ -59,9 +59,12 @@ export async function runGroupConsumer(
       // A partition handed back on shutdown is still this member's until it leaves: what finished is committed.
       if (!stopping && !current()) return;
       const send = (offset: bigint) => consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
-      return progress.commit(send, current)?.catch((err) => {
-        logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
-      });
+      // At a stop, a commit already in flight must go on to what finished since, though the partition is handed back.
+      return progress
+        .commit(send, () => stopping || current())
+        ?.catch((err) => {
+          logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
+        });
     });
     commits.add(committing);
     void committing.finally(() => commits.delete(committing));
@@ -199,8 +202,17 @@ export async function runGroupConsumer(
     const key = tp(topic, partition);
     const offset = BigInt(message.offset);
     if (work.get(key)?.seen(offset)) return;
+    const member = consumer;
+    const before = work.get(key);
     await acquire(heartbeat);
-    const w = work.get(key) ?? new PartitionProgress(offset);
+    // Handed back while it waited for a slot (a stop, a revocation, this member replaced): the record is the next
+    // owner's. Started here, it would begin a new progress above the unfinished records before it, and its commit
+    // would skip them.
+    if (stopping || consumer !== member || work.get(key) !== before) {
+      release();
+      return;
+    }
+    const w = before ?? new PartitionProgress(offset);
     work.set(key, w);
     const ac = new AbortController();
     w.start(offset, ac);

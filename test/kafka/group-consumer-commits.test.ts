@@ -18,6 +18,24 @@ function recordingCommits(kafka: Kafka, commits: string[]): Kafka {
   return Object.assign(Object.create(kafka) as Kafka, { consumer });
 }
 
+/** kafkajs, except that the offsets its consumers hand to eachMessage are recorded as they are handed out. */
+function recordingHandouts(kafka: Kafka, offsets: string[]): Kafka {
+  const consumer = (config: Parameters<Kafka['consumer']>[0]): Consumer => {
+    const c = kafka.consumer(config);
+    const run = c.run.bind(c);
+    c.run = (config) =>
+      run({
+        ...config,
+        eachMessage: async (payload) => {
+          offsets.push(payload.message.offset);
+          await config?.eachMessage?.(payload);
+        },
+      });
+    return c;
+  };
+  return Object.assign(Object.create(kafka) as Kafka, { consumer });
+}
+
 const kafka = new Kafka({ clientId: 'test-commits', brokers: testBrokers(), logLevel: logLevel.NOTHING });
 
 /** A topic of one partition holding `count` records. */
@@ -93,5 +111,33 @@ describe('the group consumer on the real broker', () => {
     open();
     await stopped;
     expect(commits).toEqual(['0:5']);
+  });
+
+  test('a record waiting for a slot when the stop comes is not started: nothing is committed past the one running', async () => {
+    const topic = `${uniquePrefix('commits-waiting')}events`;
+    await createWithRecords(topic, 3);
+    const commits: string[] = [];
+    const handedOut: string[] = [];
+    let firstRunning = false;
+    const consumer = await runGroupConsumer(
+      recordingHandouts(recordingCommits(kafka, commits), handedOut),
+      {
+        groupId: `${topic}.group`,
+        topics: [topic],
+        maxInFlight: 1,
+        // Record 0 runs until it is handed back; the others would finish at once.
+        handle: async (record, signal) => {
+          if (record.offset !== '0') return;
+          firstRunning = true;
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        },
+      },
+      createLogger('silent'),
+    );
+    // Record 1 is handed out while record 0 holds the only slot: it waits for that slot.
+    await until(async () => (firstRunning && handedOut.includes('1') ? true : undefined), 30000);
+    await consumer.stop();
+    // Record 0 never finished, so no commit may pass it; record 1 taking the freed slot would commit 2.
+    expect(commits).toEqual([]);
   });
 });

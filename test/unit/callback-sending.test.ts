@@ -1,6 +1,8 @@
 import { Webhook } from 'standardwebhooks';
 import { MockAgent, type Agent } from 'undici';
-import { sendCallback, type CallbackMessage } from '../../consumers/callback-bridge/send-callback';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createCallbackAgent, sendCallback, type CallbackMessage } from '../../consumers/callback-bridge/send-callback';
 import { newSecret } from '../../src/subscriptions/webhook-signature';
 
 /*
@@ -152,6 +154,30 @@ describe('classifying the answer', () => {
       .intercept({ path: /.*/, method: 'POST' })
       .reply(200, 'x'.repeat(1024 * 1024));
     expect(await send(message())).toMatchObject({ outcome: 'delivered', statusCode: 200 });
+  });
+
+  test('an answer whose body breaks off counts by its status: a 200 is delivered, a 410 gone', async () => {
+    // A real loopback receiver: the status and headers go out, then the connection is cut inside the body.
+    const server = createServer((req, res) => {
+      const status = req.url === '/gone' ? 410 : 200;
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(status, { 'content-length': '100' });
+        res.write('x', () => setTimeout(() => res.socket?.destroy(), 20));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const real = createCallbackAgent(true);
+    try {
+      const at = (path: string) =>
+        sendCallback(message({ callbackUrl: `http://127.0.0.1:${port}${path}` }), real, 2000);
+      expect(await at('/ok')).toMatchObject({ outcome: 'delivered', statusCode: 200 });
+      expect(await at('/gone')).toMatchObject({ outcome: 'gone', statusCode: 410 });
+    } finally {
+      await real.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   test('a connection error is a failure naming its code', async () => {

@@ -101,6 +101,38 @@ describe('DeliveryLane', () => {
     expect(publisher.on('dlq').map((r) => JSON.parse(String(r.value)).event)).toEqual(['e1']);
   });
 
+  test("the dead letter comes after the last attempt's record in the history, though attempt records wait to be batched", async () => {
+    const { agent, subscriptions, deps, publisher } = setup(2);
+    deps.history = new AttemptRecorder(publisher, 50);
+    subscriptions.set('s1', subscription('s1'));
+    receiver(agent, '/s1', [500], []);
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    await lane.enqueue(parts('s1', 1), new AbortController().signal);
+    const history = publisher.on('deliveries').map((r) => JSON.parse(String(r.value)));
+    expect(history.map((a) => `${a.attempt}:${a.outcome}`)).toEqual(['1:failed', '2:failed', '3:dead-lettered']);
+  });
+
+  test('an attempt on the wire when its event is handed back is still recorded: it happened', async () => {
+    const { agent, subscriptions, deps, publisher } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    agent
+      .get(ORIGIN)
+      .intercept({ path: '/s1', method: 'POST' })
+      .reply(() => {
+        received.push('e1');
+        return { statusCode: 200 };
+      })
+      .delay(100);
+    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const handBack = new AbortController();
+    const delivered = lane.enqueue(parts('s1', 1), handBack.signal);
+    while (received.length === 0) await new Promise((r) => setImmediate(r));
+    handBack.abort();
+    await delivered.catch(() => undefined);
+    expect(publisher.on('deliveries').map((r) => JSON.parse(String(r.value)).outcome)).toEqual(['delivered']);
+  });
+
   test('a Kafka step that fails (recording the attempt) is retried, not skipped', async () => {
     const { agent, subscriptions, deps, publisher } = setup();
     subscriptions.set('s1', subscription('s1'));
