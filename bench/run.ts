@@ -129,7 +129,7 @@ async function otherWrites(brokers: string[], api: RunningService, rows: Compari
       { path: '/orders', body: { orderNumber: 1, itemCount: 2, status: 'open' }, status: 201 },
       {
         path: '/subscriptions',
-        body: { callbackUrl: 'http://127.0.0.1:9/hook', events: ['order.created'] },
+        body: { callbackUrl: 'http://127.0.0.1:9/hook', mode: 'continuous', events: ['order.created'] },
         status: 201,
       },
     ];
