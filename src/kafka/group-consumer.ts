@@ -55,16 +55,14 @@ export async function runGroupConsumer(
     due.add(progress);
     const committing = new Promise((resolve) => setImmediate(resolve)).then(() => {
       due.delete(progress);
-      const current = () => work.get(tp(topic, partition)) === progress;
-      // A partition handed back on shutdown is still this member's until it leaves: what finished is committed.
-      if (!stopping && !current()) return;
+      // A partition handed back on shutdown is still this member's until it leaves: what finished is committed,
+      // also by a commit already in flight when the stop came.
+      const ours = () => stopping || work.get(tp(topic, partition)) === progress;
+      if (!ours()) return;
       const send = (offset: bigint) => consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
-      // At a stop, a commit already in flight must go on to what finished since, though the partition is handed back.
-      return progress
-        .commit(send, () => stopping || current())
-        ?.catch((err) => {
-          logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
-        });
+      return progress.commit(send, ours)?.catch((err) => {
+        logger.debug({ topic, partition, err }, 'offset commit failed; it is tried again with the next record');
+      });
     });
     commits.add(committing);
     void committing.finally(() => commits.delete(committing));
