@@ -86,13 +86,16 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     await admin.disconnect().catch(() => undefined);
     throw err;
   }
-  const newPublisher = (transactionalId: string) =>
+  const newPublisher = (transactionalIds: string[]) =>
     new TransactionalPublisher(kafka, partitions, health, logger, {
-      transactionalId,
+      transactionalIds,
       timeoutMs: options.timeoutMs,
       maxBatchRecords: 500,
     });
-  const publisher = newPublisher(`${options.topicPrefix}${options.processName}-${randomUUID()}`);
+  // Two ids taken in turn, so a transaction never waits for the last one's commit markers (TransactionalProducers).
+  // A fencing writer keeps one: its id is what a new owner initializes to fence the old.
+  const processId = `${options.topicPrefix}${options.processName}-${randomUUID()}`;
+  const publisher = newPublisher([`${processId}-a`, `${processId}-b`]);
   const views = new Map<string, { spec: ViewSpec<unknown>; view: Promise<KafkaStateView<unknown>> }>();
   const highWatermarks = new HighWatermarks(kafka);
   const started: KafkaStateView<unknown>[] = [];
@@ -122,7 +125,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
       views.set(topic, { spec: spec as ViewSpec<unknown>, view: view as Promise<KafkaStateView<unknown>> });
       return view;
     },
-    fencingPublisher: (transactionalId) => newPublisher(transactionalId),
+    fencingPublisher: (transactionalId) => newPublisher([transactionalId]),
     viewsCaughtUp: () => started.every((v) => v.caughtUp),
     async syncViews(timeoutMs) {
       const since = Date.now();

@@ -1,8 +1,8 @@
-import type { Kafka, Message, Producer, Transaction } from 'kafkajs';
+import type { Kafka, Message, Transaction } from 'kafkajs';
 import type { Logger } from '../logger';
-import { producerWithCachedCoordinator } from './cached-coordinator';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
+import { TransactionalProducers } from './transactional-producers';
 import {
   KafkaUnavailableError,
   type FencingPublisher,
@@ -31,7 +31,8 @@ type PatchedTransaction = Transaction & {
 };
 
 export interface TransactionalPublisherOptions {
-  transactionalId: string;
+  /** used in turn, one transaction each (see TransactionalProducers); a fencing writer has one */
+  transactionalIds: string[];
   timeoutMs: number;
   /** records per transaction; concurrent calls are grouped up to this size */
   maxBatchRecords: number;
@@ -51,21 +52,20 @@ export class TransactionalPublisher implements FencingPublisher {
   /** the transaction being written, if any; transactions run one at a time */
   private flushing: Promise<void> | undefined;
   private draining = false;
-  private producer: Producer | undefined;
-  /** how many times the transactional id was initialized by this publisher */
-  private initializations = 0;
-  private connecting: Promise<Producer> | undefined;
+  private readonly producers: TransactionalProducers;
   private closed = false;
   /** committed transactions and the records and publish calls they carried, for benchmarks and operators */
   readonly stats = { transactions: 0, records: 0, calls: 0 };
 
   constructor(
-    private readonly kafka: Kafka,
+    kafka: Kafka,
     private readonly partitions: PartitionMap,
     private readonly health: KafkaHealth,
     private readonly logger: Logger,
     private readonly options: TransactionalPublisherOptions,
-  ) {}
+  ) {
+    this.producers = new TransactionalProducers(kafka, options);
+  }
 
   publish(records: OutgoingRecord[], options: PublishOptions = {}): Promise<RecordPosition[]> {
     if (records.length === 0) return Promise.resolve([]);
@@ -88,12 +88,12 @@ export class TransactionalPublisher implements FencingPublisher {
    */
   async settled(): Promise<number> {
     await this.flushing?.catch(() => undefined);
-    await this.connectedProducer();
-    return this.initializations;
+    await this.producers.initializeAll();
+    return this.producers.initializations;
   }
 
   get generation(): number | undefined {
-    return this.producer ? this.initializations : undefined;
+    return this.producers.ready ? this.producers.initializations : undefined;
   }
 
   private enqueue(
@@ -151,9 +151,7 @@ export class TransactionalPublisher implements FencingPublisher {
   async close(): Promise<void> {
     this.closed = true;
     for (const p of this.queue.splice(0)) settle(p, new KafkaUnavailableError('publisher closed'));
-    const producer = this.producer;
-    this.producer = undefined;
-    await producer?.disconnect().catch(() => undefined);
+    await this.producers.close();
   }
 
   private async drain(): Promise<void> {
@@ -193,7 +191,7 @@ export class TransactionalPublisher implements FencingPublisher {
     try {
       positions = await this.withinDeadline(this.send(batch), Math.max(...batch.map((p) => p.deadline)));
     } catch (err) {
-      this.reset();
+      this.producers.reset();
       if (this.closed) {
         for (const p of batch) settle(p, new KafkaUnavailableError('publisher closed', err));
         return;
@@ -225,10 +223,10 @@ export class TransactionalPublisher implements FencingPublisher {
 
   /** One transaction for the whole batch: every caller's first stage, then every second stage, then commit. */
   private async send(all: Pending[]): Promise<RecordPosition[][]> {
-    const producer = await this.connectedProducer();
+    const producer = await this.producers.current();
     // A caller that checked the state under an earlier initialization must check again: someone may have written since.
     for (const p of all) {
-      if (p.generation !== undefined && p.generation !== this.initializations) {
+      if (p.generation !== undefined && p.generation !== this.producers.initializations) {
         settle(p, new KafkaUnavailableError('the transactional id was initialized again since the caller checked'));
       } else if (p.chain?.broken) {
         settle(p, new KafkaUnavailableError('an earlier write of its chain failed'));
@@ -248,6 +246,7 @@ export class TransactionalPublisher implements FencingPublisher {
         batch.map((p, i) => p.then?.(first[i]) ?? []),
       );
       await tx.commit();
+      this.producers.advance();
       this.stats.transactions += 1;
       this.stats.calls += batch.length;
       this.stats.records += first.flat().length + second.flat().length;
@@ -303,61 +302,6 @@ export class TransactionalPublisher implements FencingPublisher {
     const positions = positionsOf(assigned, metadata);
     let i = 0;
     return groups.map((g) => positions.slice(i, (i += g.length)));
-  }
-
-  private connectedProducer(): Promise<Producer> {
-    this.connecting ??= this.connectProducer().finally(() => {
-      this.connecting = undefined;
-    });
-    return this.connecting;
-  }
-
-  /**
-   * A producer whose transactional id is initialized: that fences any earlier
-   * producer with the same id (in this process or a zombie elsewhere) and
-   * settles the transaction it left open. kafkajs initializes the id only at
-   * the first transaction, so an empty one is begun and dropped here.
-   */
-  private async connectProducer(): Promise<Producer> {
-    if (this.closed) throw new KafkaUnavailableError('publisher closed');
-    if (this.producer) return this.producer;
-    const producer = producerWithCachedCoordinator(this.kafka, {
-      transactionalId: this.options.transactionalId,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      // A writer that dies mid-transaction holds every read_committed reader of those partitions
-      // (all the views) until the coordinator aborts it after this long. Ours last milliseconds and a
-      // caller gives up after timeoutMs, so keep it short instead of kafkajs's 60 s.
-      transactionTimeout: Math.max(10000, 2 * this.options.timeoutMs),
-      // CONCURRENT_TRANSACTIONS right after a commit clears within milliseconds; kafkajs's 100 ms first retry
-      // (the Java client waits 20 ms) would put it on the p99 of every write.
-      retry: { initialRetryTime: 10, maxRetryTime: 1000, retries: Number.MAX_SAFE_INTEGER },
-    });
-    try {
-      await producer.connect();
-      await (await producer.transaction()).abort();
-    } catch (err) {
-      await producer.disconnect().catch(() => undefined);
-      throw err;
-    }
-    if (this.closed) {
-      await producer.disconnect().catch(() => undefined);
-      throw new KafkaUnavailableError('publisher closed');
-    }
-    this.producer = producer;
-    this.initializations += 1;
-    return producer;
-  }
-
-  /**
-   * After any failed transaction the producer is replaced, whatever its abort
-   * did: kafkajs's transaction state can be left unusable, and a fresh
-   * producer with the same transactional id fences the old one.
-   */
-  private reset(): void {
-    const old = this.producer;
-    this.producer = undefined;
-    void old?.disconnect().catch(() => undefined);
   }
 }
 

@@ -47,7 +47,7 @@ beforeAll(async () => {
     30000,
   );
   publisher = new TransactionalPublisher(kafka, partitions, health, createLogger('silent'), {
-    transactionalId: uniquePrefix('staged-tx'),
+    transactionalIds: [uniquePrefix('staged-tx')],
     timeoutMs: 10000,
     maxBatchRecords: 500,
   });
