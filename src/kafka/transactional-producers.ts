@@ -1,4 +1,4 @@
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer, ProducerConfig } from 'kafkajs';
 import { producerWithCachedCoordinator } from './cached-coordinator';
 import { KafkaUnavailableError } from './types';
 
@@ -21,12 +21,14 @@ export class TransactionalProducers {
   private readonly connecting: (Promise<Producer> | undefined)[];
   private turn = 0;
   private closed = false;
-  /** initializations of any of the ids by this object: one more means a failed transaction was settled since */
+  /** initializations of any of the ids by this object: it changes whenever an id is initialized again */
   initializations = 0;
 
   constructor(
     private readonly kafka: Kafka,
     private readonly options: TransactionalProducersOptions,
+    /** kafkajs's producer with a cached coordinator; a fake in unit tests */
+    private readonly create: (kafka: Kafka, config: ProducerConfig) => Producer = producerWithCachedCoordinator,
   ) {
     if (options.transactionalIds.length === 0) throw new Error('at least one transactional id is needed');
     this.producers = options.transactionalIds.map(() => undefined);
@@ -43,8 +45,14 @@ export class TransactionalProducers {
     return this.connected(this.turn);
   }
 
-  /** After a committed transaction: the next one goes to the next id. A failed one keeps the turn (see reset). */
-  advance(): void {
+  /**
+   * After `committed`'s transaction committed: the next one goes to the next id. Only while `committed` still holds
+   * the turn: a transaction abandoned at its deadline can commit after its producers were reset, and passing the
+   * turn on then would leave the id it failed on (maybe with a newer abandoned transaction) unfenced while the
+   * other id writes. A failed transaction keeps the turn (see reset).
+   */
+  advance(committed: Producer): void {
+    if (this.producers[this.turn] !== committed) return;
     this.turn = (this.turn + 1) % this.producers.length;
   }
 
@@ -88,7 +96,7 @@ export class TransactionalProducers {
    */
   private async connect(i: number): Promise<Producer> {
     if (this.closed) throw new KafkaUnavailableError('publisher closed');
-    const producer = producerWithCachedCoordinator(this.kafka, {
+    const producer = this.create(this.kafka, {
       transactionalId: this.options.transactionalIds[i],
       idempotent: true,
       maxInFlightRequests: 1,

@@ -246,7 +246,7 @@ export class TransactionalPublisher implements FencingPublisher {
         batch.map((p, i) => p.then?.(first[i]) ?? []),
       );
       await tx.commit();
-      this.producers.advance();
+      this.producers.advance(producer);
       this.stats.transactions += 1;
       this.stats.calls += batch.length;
       this.stats.records += first.flat().length + second.flat().length;

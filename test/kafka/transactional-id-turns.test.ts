@@ -52,7 +52,8 @@ beforeAll(async () => {
   publisher = new TransactionalPublisher(kafka, partitions, new KafkaHealth(testBrokers()), createLogger('silent'), {
     transactionalIds: ids,
     timeoutMs: 10000,
-    maxBatchRecords: 500,
+    // One record per transaction: concurrent publishes then queue up as consecutive transactions.
+    maxBatchRecords: 1,
   });
 });
 afterAll(async () => {
@@ -68,7 +69,10 @@ const commitsSince = (from: number) =>
 
 test('back-to-back transactions take the ids in turn, and their records land in the order they were sent', async () => {
   const from = sent.length;
-  for (let i = 0; i < 6; i += 1) await publisher.publish([{ topic, key: 'one-key', value: `record ${i}` }]);
+  // Published at once: each waits for the transaction before it, which the other id committed.
+  await Promise.all(
+    [0, 1, 2, 3, 4, 5].map((i) => publisher.publish([{ topic, key: 'one-key', value: `record ${i}` }])),
+  );
 
   expect(commitsSince(from)).toEqual([ids[0], ids[1], ids[0], ids[1], ids[0], ids[1]]);
   const records = await committedRecords(testBrokers(), topic);
