@@ -3,6 +3,7 @@ import { readTaskEvents, type ReadEvent } from '../support/event-reader';
 import { http } from '../support/http';
 import { openSse, type SseEvent } from '../support/sse-client';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
 
 /**
  * GET /tasks/{id}/events: the task's events as Server-Sent Events (and as HAL
@@ -26,7 +27,12 @@ afterAll(async () => {
 async function submit(input: Record<string, unknown>) {
   const res = await http(a.url, '/tasks', { body: { type: 'countdown', input } });
   expect(res.status).toBe(202);
-  return res.body as { taskId: string; topic: string; partition: number; offset: number };
+  const task = res.body as { taskId: string; topic: string; partition: number; offset: number };
+  // The streams below are opened on the other instance, which has the task once its view read it (its consumer
+  // lag, seconds on a busy machine): before that it rightly answers 404.
+  const known = async () => ((await http(b.url, `/tasks/${task.taskId}`)).status === 200 ? true : undefined);
+  await until(known, 20000, 50, 'instance b has the task');
+  return task;
 }
 
 const fromKafka = (t: { taskId: string; topic: string; partition: number; offset: number }) =>
