@@ -61,19 +61,31 @@ export class CallbackBridge {
       this.logger.warn(at, 'an event that is not JSON with a type matches nothing');
       return [];
     }
-    const subscriptions = (await this.matching(e, record.receivedAt ?? Date.now(), signal)) ?? [];
+    const receivedAt = record.receivedAt ?? Date.now();
+    // Most events of a busy partition arrive after the view's last sync began: matched at once, without a promise.
+    const view = this.deps.subscriptions.view;
+    const subscriptions =
+      (view.syncedAt > receivedAt ? this.wanting(e) : await this.matching(e, receivedAt, signal)) ?? [];
     const base = this.deps.publicUrl?.() ?? '';
     return subscriptions.map((sub) => {
+      // One shape for every callback (absent parts undefined, which JSON leaves out): spreads of optional parts
+      // gave each event's object a shape of its own, and every copy of it a slow path.
       const parts: CallbackParts = {
         subscriptionId: sub.id,
         webhookId: webhookId(sub.id, e.id),
         event: e.kind,
-        ...(e.taskId ? { taskId: e.taskId } : {}),
+        taskId: e.taskId || undefined,
         body: callbackBody(sub, e, base),
-        ...(record.headers.traceparent ? { traceparent: record.headers.traceparent } : {}),
+        traceparent: record.headers.traceparent || undefined,
       };
       return this.lane(sub.id).enqueue(parts, signal);
     });
+  }
+
+  private wanting(e: BridgeEvent): Subscription[] {
+    const wanted: Subscription[] = [];
+    for (const s of this.deps.subscriptions.view.values()) if (wants(s, e)) wanted.push(s);
+    return wanted;
   }
 
   /** Matches an event, syncing the subscriptions view first; retried in place so later events of the partition wait. */
@@ -85,7 +97,7 @@ export class CallbackBridge {
         // same transaction as a task's first event) is matched.
         // +1: a sync begun in the same millisecond may have read the end offsets before the commit.
         await view.syncedSince(receivedAt + 1, this.deps.kafkaTimeoutMs);
-        return [...view.values()].filter((s) => wants(s, e));
+        return this.wanting(e);
       } catch (err) {
         const retryInMs = retryDelayMs(failures, 100, 5000);
         this.logger.warn({ err, retryInMs }, 'could not sync the subscriptions view; trying again');

@@ -80,7 +80,9 @@ export class DeliveryLane {
       try {
         await this.deliver(job.message, job.signal, writes);
         const { resolve, reject } = job;
-        Promise.all(writes).then(() => resolve(), reject);
+        // Mostly one write (a first attempt that worked): then no Promise.all.
+        if (writes.length === 1) writes[0].then(resolve, reject);
+        else Promise.all(writes).then(() => resolve(), reject);
       } catch (err) {
         job.reject(err as Error);
       }
@@ -127,21 +129,31 @@ export class DeliveryLane {
     const tracer = this.deps.tracer ?? PROPAGATION_ONLY;
     const span = tracer.start(`callback ${message.event}`, 'client', parseTraceparent(message.traceparent));
     const traceparent = formatTraceparent(span.context);
-    const sent = { ...message, callbackUrl: sub.callbackUrl, secret: sub.secret, traceparent };
+    const sent: CallbackMessage = {
+      subscriptionId: message.subscriptionId,
+      callbackUrl: sub.callbackUrl,
+      secret: sub.secret,
+      webhookId: message.webhookId,
+      event: message.event,
+      taskId: message.taskId,
+      body: message.body,
+      traceparent,
+    };
     const result = await sendCallback(sent, this.deps.agent, timeoutMs);
     span.end(result.outcome === 'failed' ? result.error : undefined);
     this.deps.metrics?.callbackAttempt(result.outcome, result.latencyMs / 1000);
+    // One shape for every attempt; JSON leaves the undefined parts out.
     const record: DeliveryAttempt = {
       subscriptionId: sub.id,
       webhookId: message.webhookId,
       event: message.event,
-      ...(message.taskId ? { taskId: message.taskId } : {}),
+      taskId: message.taskId || undefined,
       attempt,
       at: new Date().toISOString(),
       outcome: result.outcome,
       latencyMs: result.latencyMs,
-      ...(result.statusCode !== undefined ? { statusCode: result.statusCode } : {}),
-      ...(result.outcome === 'failed' ? { error: result.error } : {}),
+      statusCode: result.statusCode,
+      error: result.outcome === 'failed' ? result.error : undefined,
     };
     const history = { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) };
     // Tried once even when the event is being handed back: the attempt happened (maybe delivered), so it is history.

@@ -56,19 +56,22 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   try {
-    const url = new URL(message.callbackUrl);
+    const target = callbackTarget(message.callbackUrl);
+    const signed = webhookHeaders(message.secret, message.webhookId, Math.floor(Date.now() / 1000), message.body);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': 'hookstream-callback-bridge',
-      ...webhookHeaders(message.secret, message.webhookId, Math.floor(Date.now() / 1000), message.body),
+      'webhook-id': signed['webhook-id'],
+      'webhook-timestamp': signed['webhook-timestamp'],
+      'webhook-signature': signed['webhook-signature'],
     };
     if (message.traceparent) headers.traceparent = message.traceparent;
     const answer = await new Promise<Answer>((resolve, reject) => {
       const exchange = new Exchange(timeoutMs, resolve, reject);
       agent.dispatch(
         {
-          origin: url.origin,
-          path: `${url.pathname}${url.search}`,
+          origin: target.origin,
+          path: target.path,
           method: 'POST',
           headers,
           body: message.body,
@@ -94,6 +97,27 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
     const code = e.code ?? e.cause?.code ?? e.name;
     return { outcome: 'failed', latencyMs: elapsed(), error: `${code}: ${e.message}` };
   }
+}
+
+interface CallbackTarget {
+  origin: string;
+  path: string;
+}
+
+/** Parsed callback URLs: a lane sends every callback to the same one, and parsing it each time cost a URL object. */
+const targets = new Map<string, CallbackTarget>();
+/** Bounded by clearing: a bridge with more distinct callback URLs than this parses some again. */
+const MAX_TARGETS = 1000;
+
+/** Throws for a URL that does not parse (the caller's catch makes that a failed attempt). */
+function callbackTarget(callbackUrl: string): CallbackTarget {
+  let target = targets.get(callbackUrl);
+  if (!target) {
+    const url = new URL(callbackUrl);
+    if (targets.size >= MAX_TARGETS) targets.clear();
+    targets.set(callbackUrl, (target = { origin: url.origin, path: `${url.pathname}${url.search}` }));
+  }
+  return target;
 }
 
 interface Answer {

@@ -16,6 +16,13 @@ export class HandBack extends Error {
 
 const tp = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
+/** kafkajs's header values (Buffers, or arrays of them for a repeated name) as strings. */
+function stringHeaders(raw: EachMessagePayload['message']['headers']): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name in raw) headers[name] = String(raw[name]);
+  return headers;
+}
+
 /**
  * A consumer-group member that handles up to maxInFlight records at once, in
  * any order, and commits a partition's offset only up to its oldest
@@ -220,7 +227,7 @@ export async function runGroupConsumer(
       offset: message.offset,
       key: message.key?.toString() ?? null,
       value: message.value?.toString() ?? null,
-      headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)])),
+      headers: stringHeaders(message.headers),
       timestamp: message.timestamp,
       receivedAt: fetchedAt || Date.now(),
     };

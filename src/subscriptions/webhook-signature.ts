@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 /** A Standard Webhooks secret: `whsec_` and 24 random bytes in base64. */
 export function newSecret(): string {
@@ -12,7 +12,21 @@ export function webhookHeaders(
   timestampSeconds: number,
   body: string,
 ): Record<string, string> {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const key = signingKey(secret);
   const signature = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
   return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${signature}` };
+}
+
+/** Decoded secrets: each callback of a subscription is signed with the same one. */
+const keys = new Map<string, KeyObject>();
+/** Bounded by clearing: past this many distinct secrets, some are decoded again. */
+const MAX_KEYS = 1000;
+
+function signingKey(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= MAX_KEYS) keys.clear();
+    keys.set(secret, (key = createSecretKey(Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))));
+  }
+  return key;
 }

@@ -42,7 +42,9 @@ const kafka = new Kafka({ clientId: 'test-commits', brokers: testBrokers(), logL
 async function createWithRecords(topic: string, count: number): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  // Not waitForLeaders: kafkajs then reads the new topic's metadata and throws when the broker does not know it yet
+  // (UNKNOWN_TOPIC_OR_PARTITION, seen with the suites in parallel); the producer retries that until it does.
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: false });
   await admin.disconnect();
   const producer = kafka.producer();
   await producer.connect();

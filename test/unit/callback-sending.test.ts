@@ -82,6 +82,24 @@ describe('the callback request', () => {
     expect(() => new Webhook(newSecret()).verify(seen[0].body, seen[0].headers)).toThrow();
   });
 
+  test("a changed URL or secret is used at once, also past the bridge's cache of parsed URLs and keys", async () => {
+    // 1,001 distinct URLs and secrets: the caches are cleared on the way, and each callback still goes to its own
+    // URL, signed with its own secret.
+    const seen = receiverAnswers(204);
+    agent.get(ORIGIN).intercept({ path: /.*/, method: 'POST' }).reply(204).times(1000);
+    const sent = Array.from({ length: 1001 }, (_, i) =>
+      message({ callbackUrl: `${ORIGIN}/hooks/${i}`, secret: newSecret() }),
+    );
+    for (const m of sent) expect(await send(m)).toMatchObject({ outcome: 'delivered' });
+    const again = receiverAnswers(204);
+    const last = message({ callbackUrl: `${ORIGIN}/hooks/0?again=1`, secret: sent[0].secret });
+    await send(last);
+    expect(seen[0].path).toBe('/hooks/0');
+    expect(again[0].path).toBe('/hooks/0?again=1');
+    expect(new Webhook(sent[0].secret).verify(again[0].body, again[0].headers)).toEqual(JSON.parse(last.body));
+    expect(() => new Webhook(sent[1000].secret).verify(again[0].body, again[0].headers)).toThrow();
+  });
+
   test('a retry carries the same webhook-id, so the receiver can drop the duplicate', async () => {
     const first = receiverAnswers(500);
     const second = receiverAnswers(200);
