@@ -4,6 +4,7 @@ import { writeThenRead } from '../../src/kafka/read-your-writes';
 import type { Logger } from '../../src/logger';
 import { taskEventRecords, type TaskEventKind, type TaskTopics } from '../../src/tasks/task-events';
 import { isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
+import type { TraceContext } from '../../src/tracing/trace-context';
 import { TaskProblem, type TaskContext, type TaskType } from '../../src/tasks/task-type';
 
 /** Why a run's signal was aborted, when it was not handed back. */
@@ -34,6 +35,8 @@ export interface ExecutionDeps {
   resources: TaskContext<unknown>['resources'];
   logger: Logger;
   kafkaTimeoutMs: number;
+  /** the run's span: its events name it as their parent */
+  trace?: TraceContext;
 }
 
 export type Outcome =
@@ -105,7 +108,7 @@ export class TaskJournal {
 
   private next(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): OutgoingRecord[] {
     this.snapshot = { ...this.snapshot, ...change, updatedAt: new Date().toISOString() };
-    return taskEventRecords(this.deps.topics, kind, this.snapshot, data);
+    return taskEventRecords(this.deps.topics, kind, this.snapshot, data, this.deps.trace);
   }
 }
 

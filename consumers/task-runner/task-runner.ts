@@ -12,7 +12,7 @@ import { KeyedSerial } from '../../src/lib/keyed-serial';
 import { linkedAbort } from '../../src/lib/linked-abort';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
-import { parseTraceparent, withTrace } from '../../src/tracing/trace-context';
+import { parseTraceparent, type TraceContext } from '../../src/tracing/trace-context';
 import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
@@ -105,17 +105,17 @@ export class TaskRunner {
       const span = this.tracer.start('run task', 'consumer', parseTraceparent(record.headers.traceparent), {
         'messaging.destination.name': record.topic,
       });
-      return withTrace(span.context, () => this.handle(record, handBack)).finally(() => span.end());
+      return this.handle(record, handBack, span.context).finally(() => span.end());
     });
   }
 
   /** Tries a request until it is done or handed back; a Kafka failure means "run it again", never "move on". */
-  async handle(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
+  async handle(record: IncomingRecord, handBack: AbortSignal, trace?: TraceContext): Promise<void> {
     const taskId =
       record.key && TASK_ID_PATTERN.test(record.key) ? record.key : `request-${record.partition}-${record.offset}`;
     for (let failures = 1; !handBack.aborted; failures += 1) {
       try {
-        if ((await this.handleOnce(record, taskId, handBack)) !== 'retry') return;
+        if ((await this.handleOnce(record, taskId, handBack, trace)) !== 'retry') return;
       } catch (err) {
         this.writers.markUnsure(record.partition);
         if (handBack.aborted) return;
@@ -126,9 +126,10 @@ export class TaskRunner {
   }
 
   /** One try at a request: 'retry' when a Kafka failure interrupted the run and it must run again. */
-  async handleOnce(record: IncomingRecord, taskId: string, handBack: AbortSignal): Promise<Try> {
+  async handleOnce(record: IncomingRecord, taskId: string, handBack: AbortSignal, trace?: TraceContext): Promise<Try> {
     const writer = await this.writers.checked(record.partition);
-    const job: Job = { taskId, partition: record.partition, handBack, writer, exec: this.execDeps(writer.publisher) };
+    const exec = this.execDeps(writer.publisher, trace);
+    const job: Job = { taskId, partition: record.partition, handBack, writer, exec };
     const seen = this.deps.view.get(taskId);
     if (isSnapshot(seen) && isFinal(seen.status)) return 'done';
     const parsed = parseTaskRequest(record.value, this.deps.registry);
@@ -201,7 +202,7 @@ export class TaskRunner {
   private async accept(job: Job, task: Omit<NewTask, 'taskId'>): Promise<TaskSnapshot> {
     const snapshot = await acceptTask(
       { ...job.exec, timeoutMs: this.deps.kafkaTimeoutMs },
-      { taskId: job.taskId, ...task },
+      { taskId: job.taskId, ...task, trace: job.exec.trace },
     );
     this.deps.metrics?.taskAccepted();
     return snapshot;
@@ -221,9 +222,9 @@ export class TaskRunner {
     }
   }
 
-  private execDeps(publisher: FencingPublisher): ExecutionDeps {
+  private execDeps(publisher: FencingPublisher, trace: TraceContext | undefined): ExecutionDeps {
     const { view, topics, resources, kafkaTimeoutMs } = this.deps;
-    return { publisher, view, topics, resources, logger: this.logger, kafkaTimeoutMs };
+    return { publisher, view, topics, resources, logger: this.logger, kafkaTimeoutMs, trace };
   }
 }
 

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Headers, OutgoingRecord } from '../kafka/types';
-import { traceHeaders } from '../tracing/trace-context';
+import { traceHeaders, type TraceContext } from '../tracing/trace-context';
 
 export const EVENT_SOURCE = '/hookstream';
 
 /**
  * A record in the CloudEvents Kafka protocol binding, binary mode: the event's
  * attributes are `ce_` headers, the value is the event data as JSON. Written
- * inside a trace, it carries a W3C `traceparent` header as well.
+ * inside a span, it carries a W3C `traceparent` header as well.
  */
 export function cloudEventRecord(args: {
   topic: string;
@@ -19,6 +19,8 @@ export function cloudEventRecord(args: {
   time?: string;
   /** CloudEvents extension attributes, sent as `ce_<name>` headers */
   extensions?: Record<string, string>;
+  /** the span the event is written in (an HTTP request's, a task run's): the record names it as its parent */
+  trace?: TraceContext;
 }): OutgoingRecord {
   const headers: Headers = {
     ce_specversion: '1.0',
@@ -31,7 +33,7 @@ export function cloudEventRecord(args: {
   // Added one by one, in the order they always had: an accepted task builds one of these per request.
   for (const [name, value] of Object.entries(args.extensions ?? {})) headers[`ce_${name}`] = value;
   headers['content-type'] = 'application/json';
-  const { traceparent } = traceHeaders();
+  const { traceparent } = traceHeaders(args.trace);
   if (traceparent !== undefined) headers.traceparent = traceparent;
   return { topic: args.topic, key: args.key, value: JSON.stringify(args.data), headers };
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { formatTraceparent, parseTraceparent, withTrace, type TraceContext } from '../tracing/trace-context';
+import { formatTraceparent, parseTraceparent, type TraceContext } from '../tracing/trace-context';
 import type { Span, Tracer } from '../tracing/tracer';
 
 declare module 'fastify' {
@@ -11,9 +11,8 @@ declare module 'fastify' {
 
 /**
  * W3C Trace Context: each request is a server span, a child of its `traceparent` (one that is missing or invalid
- * starts a new trace, never a 4xx), and what the handler writes to Kafka names that span. The context is entered
- * after the body is parsed: the parser's stream events would otherwise run the handler outside it. The answer's
- * `traceparent` names the request's span.
+ * starts a new trace, never a 4xx), and what the handler writes to Kafka names that span: routes hand
+ * `request.trace` to the stores that write. The answer's `traceparent` names the request's span.
  */
 export const tracePlugin = fp(
   async (app: FastifyInstance, options: { tracer: Tracer }) => {
@@ -32,7 +31,6 @@ export const tracePlugin = fp(
       reply.header('traceparent', formatTraceparent(span.context));
       done();
     });
-    app.addHook('preHandler', (request, _reply, done) => withTrace(request.trace, done));
     app.addHook('onResponse', (request, reply, done) => {
       spans.get(request)?.end(reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);
       done();

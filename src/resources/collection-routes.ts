@@ -16,6 +16,7 @@ import { prepareInput } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
 import { resourceRouteSchemas } from './resource-schemas';
+import type { TraceContext } from '../tracing/trace-context';
 import type { ResourceWrite, StoredResource } from './resource-store';
 
 interface Planned {
@@ -79,9 +80,10 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
         describe: () => ({ status: 201, ids: [id] }),
         replay: (answer) => stored(answer.ids[0]),
         create: async () => {
-          const [created] = await store.write([
-            { op: 'create', collection: decl.collection, name: decl.name, data: prepared.data, id },
-          ]);
+          const [created] = await store.write(
+            [{ op: 'create', collection: decl.collection, name: decl.name, data: prepared.data, id }],
+            request.trace,
+          );
           return created as StoredResource;
         },
       });
@@ -113,7 +115,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
         if (answer.errors) throw bulkFailure(false, answer.errors, applySelection(saved, {}));
         return saved;
       },
-      create: () => commit(atomic, planned, failures),
+      create: () => commit(atomic, planned, failures, request.trace),
     });
     return reply.code(201).send(body);
   });
@@ -127,13 +129,24 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       if ('failure' in outcome) failures.push(outcome.failure);
       else planned.push(outcome);
     });
-    return commit(atomic, planned, failures);
+    return commit(atomic, planned, failures, request.trace);
   });
 
   /** Atomic: any failure writes nothing. Non-atomic: the valid elements are written, the failures reported. */
-  async function commit(atomic: boolean, planned: Planned[], failures: ProblemDetail[]): Promise<HalResource> {
+  async function commit(
+    atomic: boolean,
+    planned: Planned[],
+    failures: ProblemDetail[],
+    trace: TraceContext,
+  ): Promise<HalResource> {
     if (failures.length > 0 && atomic) throw bulkFailure(true, failures);
-    const saved = planned.length > 0 ? await store.write(planned.map((p) => p.write)) : [];
+    const saved =
+      planned.length > 0
+        ? await store.write(
+            planned.map((p) => p.write),
+            trace,
+          )
+        : [];
     const body = bulkBody(
       resource,
       saved.map((s) => rep(s as StoredResource)),

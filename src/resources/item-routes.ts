@@ -35,9 +35,10 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
       throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, {
         errors: prepared.errors,
       });
-    const [saved] = await store.write([
-      { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data },
-    ]);
+    const [saved] = await store.write(
+      [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
+      request.trace,
+    );
     return representation(saved ?? existing, registry, store);
   });
 
@@ -50,15 +51,16 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
       throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, {
         errors: prepared.errors,
       });
-    const [saved] = await store.write([
-      { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data },
-    ]);
+    const [saved] = await store.write(
+      [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
+      request.trace,
+    );
     return representation(saved ?? existing, registry, store);
   });
 
   app.delete<IdParams>(path, { schema: schemas.remove }, async (request, reply) => {
     const existing = findOr404(store, resource, request.params.id);
-    await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }]);
+    await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }], request.trace);
     return reply.code(204).send();
   });
 }

@@ -1,6 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { cloudEventRecord } from '../events/cloud-event';
 import type { OutgoingRecord, Publisher, StateView, ViewSource, ViewSpec } from '../kafka/types';
+import type { TraceContext } from '../tracing/trace-context';
 import { writeThenRead } from '../kafka/read-your-writes';
 
 export interface StoredResource {
@@ -57,7 +58,8 @@ export class ResourceStore {
     return n;
   }
 
-  async write(writes: ResourceWrite[]): Promise<(StoredResource | undefined)[]> {
+  /** `trace`: the request's span, which the domain events name as their parent. */
+  async write(writes: ResourceWrite[], trace?: TraceContext): Promise<(StoredResource | undefined)[]> {
     const now = new Date().toISOString();
     const records: OutgoingRecord[] = [];
     const results: (StoredResource | undefined)[] = [];
@@ -85,6 +87,7 @@ export class ResourceStore {
           type: `${w.name}.${event}`,
           subject: `/${key}`,
           data: { event: `${w.name}.${event}`, resource: `/${key}`, id, ...(stored ? { data: stored.data } : {}) },
+          trace,
         }),
       );
     }

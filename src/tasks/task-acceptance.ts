@@ -1,5 +1,6 @@
 import { writeThenRead } from '../kafka/read-your-writes';
 import type { OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
+import type { TraceContext } from '../tracing/trace-context';
 import { taskEventRecord, type TaskTopics } from './task-events';
 import type { TaskRecord, TaskSnapshot } from './task-snapshot';
 
@@ -9,6 +10,8 @@ export interface NewTask {
   type: string;
   input: unknown;
   subscription?: string;
+  /** the span it is accepted in: task.accepted names it as its parent */
+  trace?: TraceContext;
 }
 
 /**
@@ -37,7 +40,7 @@ export async function acceptTask(
   };
   let snapshot = draft;
   // Only the event: the snapshot that goes with it is written in the second stage, once its position is known.
-  const event = taskEventRecord(deps.topics, 'task.accepted', draft, { input: task.input });
+  const event = taskEventRecord(deps.topics, 'task.accepted', draft, { input: task.input }, task.trace);
   const withSnapshot = ([first]: RecordPosition[]) => {
     snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
     return [{ topic: deps.topics.tasks, key: task.taskId, value: JSON.stringify(snapshot) }, ...alongside];

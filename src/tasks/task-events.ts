@@ -1,5 +1,6 @@
 import { cloudEventRecord } from '../events/cloud-event';
 import type { OutgoingRecord } from '../kafka/types';
+import type { TraceContext } from '../tracing/trace-context';
 import type { TaskSnapshot } from './task-snapshot';
 
 export const TASK_EVENT_KINDS = [
@@ -34,6 +35,7 @@ export function taskEventRecord(
   kind: TaskEventKind,
   snapshot: TaskSnapshot,
   data: unknown,
+  trace?: TraceContext,
 ): OutgoingRecord {
   const time = snapshot.updatedAt;
   const value: TaskEvent = {
@@ -53,6 +55,7 @@ export function taskEventRecord(
     time,
     // The bridge matches a task's events to its tenant's subscriptions without keeping a view of every task.
     extensions: { tenant: snapshot.tenant },
+    trace,
   });
 }
 
@@ -65,9 +68,10 @@ export function taskEventRecords(
   kind: TaskEventKind,
   snapshot: TaskSnapshot,
   data: unknown,
+  trace?: TraceContext,
 ): OutgoingRecord[] {
   return [
-    taskEventRecord(topics, kind, snapshot, data),
+    taskEventRecord(topics, kind, snapshot, data, trace),
     { topic: topics.tasks, key: snapshot.taskId, value: JSON.stringify(snapshot) },
   ];
 }

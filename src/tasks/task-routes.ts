@@ -152,6 +152,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
           input: body.input,
           subscription: subscription?.id,
           alongside: subscription?.records,
+          trace: request.trace,
         });
         // A subscription made here shows its secret in this 202, the one time it is shown.
         return { task, created: subscription?.created() };

@@ -1,7 +1,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import type { OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
 import type { ServiceMetrics } from '../metrics/metrics';
-import { traceHeaders } from '../tracing/trace-context';
+import { traceHeaders, type TraceContext } from '../tracing/trace-context';
 import { writeThenRead } from '../kafka/read-your-writes';
 import { acceptTask } from './task-acceptance';
 import type { TaskTopics } from './task-events';
@@ -37,6 +37,8 @@ export interface Submission {
   subscription?: string;
   /** chosen by a caller that must name the task before it exists (an Idempotency-Key's answer); else UUIDv4 */
   taskId?: string;
+  /** the request's span: the task request and task.accepted name it, and so the run joins the request's trace */
+  trace?: TraceContext;
 }
 
 /** When a finished task is forgotten; undefined while it is not finished. */
@@ -111,9 +113,14 @@ export class TaskStore {
     };
     const snapshot = await acceptTask(
       this.deps,
-      { taskId, tenant: s.tenant, type: s.type, input: s.input, subscription: s.subscription },
+      { taskId, tenant: s.tenant, type: s.type, input: s.input, subscription: s.subscription, trace: s.trace },
       [
-        { topic: this.deps.topics.taskRequests, key: taskId, value: JSON.stringify(request), headers: traceHeaders() },
+        {
+          topic: this.deps.topics.taskRequests,
+          key: taskId,
+          value: JSON.stringify(request),
+          headers: traceHeaders(s.trace),
+        },
         ...(s.alongside?.(taskId) ?? []),
       ],
     );

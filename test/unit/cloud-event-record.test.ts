@@ -1,5 +1,4 @@
 import { cloudEventRecord } from '../../src/events/cloud-event';
-import { withTrace } from '../../src/tracing/trace-context';
 
 const args = {
   topic: 'events',
@@ -28,9 +27,9 @@ describe('cloudEventRecord', () => {
     expect(record.value).toBe('{"event":"task.accepted"}');
   });
 
-  it('adds the traceparent of the current trace, last', () => {
+  it('adds the traceparent of the span it is written in, last', () => {
     const trace = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), flags: '01' };
-    const record = withTrace(trace, () => cloudEventRecord(args));
+    const record = cloudEventRecord({ ...args, trace });
     const names = Object.keys(record.headers ?? {});
     expect(names.at(-1)).toBe('traceparent');
     expect(record.headers?.traceparent).toBe(`00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`);
