@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { tenantOf } from './auth';
 import type { Describe, IdempotencyKeys, StoredAnswer } from '../idempotency/idempotency-keys';
+import type { KeyedCreation } from '../kafka/types';
 import { ProblemError } from '../problems/problem-error';
 
 /**
@@ -49,8 +50,8 @@ export interface IdempotentCreation<T> {
   describe: Describe;
   /** answers a repeat of a request that created something, from the current state */
   replay(answer: StoredAnswer): Promise<T> | T;
-  /** the creation itself; its first write carries the key */
-  create(): Promise<T>;
+  /** the creation itself; its first write carries the key: the stores pass `keyed` on as PublishOptions.idempotency */
+  create(keyed?: KeyedCreation): Promise<T>;
 }
 
 /**
@@ -85,7 +86,7 @@ export async function idempotently<T>(
         { headers: { 'retry-after': '1' } },
       );
     default:
-      return decision.run(creation.describe, () => creation.create());
+      return decision.run(creation.describe, (keyed) => creation.create(keyed));
   }
 }
 

@@ -1,7 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { writeThenRead } from '../kafka/read-your-writes';
 import type {
+  KeyedCreation,
   OutgoingRecord,
   PublishOptions,
   Publisher,
@@ -73,7 +73,7 @@ export type KeyDecision =
   | { kind: 'replay'; answer: StoredAnswer }
   | { kind: 'reused' }
   | { kind: 'in-flight' }
-  | { kind: 'new'; run<T>(describe: Describe, create: () => Promise<T>): Promise<T> };
+  | { kind: 'new'; run<T>(describe: Describe, create: (keyed: KeyedCreation) => Promise<T>): Promise<T> };
 
 /** The answer of a creation, from its write's records (for ids only the store chooses) or known before. */
 export type Describe = (records: OutgoingRecord[]) => StoredAnswer;
@@ -83,8 +83,8 @@ interface Entry {
   claim?: ClaimRecord;
 }
 
-/** The keyed request being handled in this async context; its first write carries the done record. */
-interface Context {
+/** A keyed request's creation: its first write (a publish with it as `idempotency`) carries the done record. */
+interface Context extends KeyedCreation {
   claim: ClaimRecord;
   describe: Describe;
   deadline: Deadline;
@@ -129,7 +129,6 @@ export class IdempotencyKeys {
   private readonly entries = new Map<string, Entry>();
   /** keys being handled by this process, with their fingerprints */
   private readonly local = new Map<string, string>();
-  private readonly context = new AsyncLocalStorage<Context>();
   readonly claimTtlMs: number;
   private sweeper: NodeJS.Timeout | undefined;
 
@@ -181,7 +180,10 @@ export class IdempotencyKeys {
         this.local.delete(scope);
         return entry?.claim && entry.claim.fingerprint !== fingerprint ? { kind: 'reused' } : { kind: 'in-flight' };
       }
-      return { kind: 'new', run: (describe, create) => this.run({ claim, describe, deadline, wrote: false }, create) };
+      return {
+        kind: 'new',
+        run: (describe, create) => this.run({ keyedCreation: true, claim, describe, deadline, wrote: false }, create),
+      };
     } catch (err) {
       this.local.delete(scope);
       throw err;
@@ -189,14 +191,17 @@ export class IdempotencyKeys {
   }
 
   /**
-   * The publisher the stores write with. Inside a keyed request's run(), its
-   * first write gets the done record (and the claim's release) appended, in
-   * the same transaction; its timeout is what is left of the request's
-   * deadline. Outside one it is the publisher itself.
+   * The publisher the stores write with. The first write made with a keyed
+   * creation (PublishOptions.idempotency, which run() hands to the creation)
+   * gets the done record (and the claim's release) appended, in the same
+   * transaction; its timeout is what is left of the request's deadline.
+   * Without one it is the publisher itself. The creation is handed down, not
+   * kept in an AsyncLocalStorage, whose promise hooks would slow every
+   * request of the process from the first keyed one on.
    */
   wrap(inner: Publisher): Publisher {
     const completing = (options: PublishOptions | undefined): { ctx?: Context; options?: PublishOptions } => {
-      const ctx = this.context.getStore();
+      const ctx = options?.idempotency as Context | undefined;
       if (!ctx || ctx.wrote) return { options };
       ctx.wrote = true;
       const timeoutMs = Math.min(options?.timeoutMs ?? Infinity, ctx.deadline.remaining());
@@ -264,9 +269,9 @@ export class IdempotencyKeys {
     return keys.length;
   }
 
-  private async run<T>(ctx: Context, create: () => Promise<T>): Promise<T> {
+  private async run<T>(ctx: Context, create: (keyed: KeyedCreation) => Promise<T>): Promise<T> {
     try {
-      return await this.context.run(ctx, create);
+      return await create(ctx);
     } finally {
       this.local.delete(ctx.claim.scope);
       if (!ctx.wrote) this.release(ctx.claim);

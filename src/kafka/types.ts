@@ -58,6 +58,16 @@ export interface PublishOptions {
    * positions. Those partitions join the transaction with the first stage's: one round trip instead of two.
    */
   thenTo?: { topic: string; key: string }[];
+  /**
+   * A request's creation under its Idempotency-Key (src/idempotency): the first write made with it carries the key's
+   * answer in the same transaction. Handed down from the route, as a span is.
+   */
+  idempotency?: KeyedCreation;
+}
+
+/** Opaque outside src/idempotency, which makes them. */
+export interface KeyedCreation {
+  readonly keyedCreation: true;
 }
 
 /** See PublishOptions.chain. Marked broken by the publisher; a new chain starts whole. */

@@ -16,8 +16,8 @@ import { prepareInput } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
 import { resourceRouteSchemas } from './resource-schemas';
-import type { TraceContext } from '../tracing/trace-context';
 import type { ResourceWrite, StoredResource } from './resource-store';
+import type { WriteContext } from '../kafka/write-context';
 
 interface Planned {
   index: number;
@@ -79,10 +79,10 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       const created = await idempotently<StoredResource>(request, reply, keys, {
         describe: () => ({ status: 201, ids: [id] }),
         replay: (answer) => stored(answer.ids[0]),
-        create: async () => {
+        create: async (keyed) => {
           const [created] = await store.write(
             [{ op: 'create', collection: decl.collection, name: decl.name, data: prepared.data, id }],
-            request.trace,
+            { trace: request.trace, idempotency: keyed },
           );
           return created as StoredResource;
         },
@@ -115,7 +115,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
         if (answer.errors) throw bulkFailure(false, answer.errors, applySelection(saved, {}));
         return saved;
       },
-      create: () => commit(atomic, planned, failures, request.trace),
+      create: (keyed) => commit(atomic, planned, failures, { trace: request.trace, idempotency: keyed }),
     });
     return reply.code(201).send(body);
   });
@@ -129,7 +129,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       if ('failure' in outcome) failures.push(outcome.failure);
       else planned.push(outcome);
     });
-    return commit(atomic, planned, failures, request.trace);
+    return commit(atomic, planned, failures, { trace: request.trace });
   });
 
   /** Atomic: any failure writes nothing. Non-atomic: the valid elements are written, the failures reported. */
@@ -137,14 +137,14 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     atomic: boolean,
     planned: Planned[],
     failures: ProblemDetail[],
-    trace: TraceContext,
+    on: WriteContext,
   ): Promise<HalResource> {
     if (failures.length > 0 && atomic) throw bulkFailure(true, failures);
     const saved =
       planned.length > 0
         ? await store.write(
             planned.map((p) => p.write),
-            trace,
+            on,
           )
         : [];
     const body = bulkBody(

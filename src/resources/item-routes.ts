@@ -37,7 +37,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
       });
     const [saved] = await store.write(
       [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
-      request.trace,
+      { trace: request.trace },
     );
     return representation(saved ?? existing, registry, store);
   });
@@ -53,14 +53,16 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
       });
     const [saved] = await store.write(
       [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
-      request.trace,
+      { trace: request.trace },
     );
     return representation(saved ?? existing, registry, store);
   });
 
   app.delete<IdParams>(path, { schema: schemas.remove }, async (request, reply) => {
     const existing = findOr404(store, resource, request.params.id);
-    await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }], request.trace);
+    await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }], {
+      trace: request.trace,
+    });
     return reply.code(204).send();
   });
 }

@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { cloudEventRecord } from '../events/cloud-event';
 import type { OutgoingRecord, Publisher, StateView, ViewSource, ViewSpec } from '../kafka/types';
-import type { TraceContext } from '../tracing/trace-context';
+import type { WriteContext } from '../kafka/write-context';
 import { writeThenRead } from '../kafka/read-your-writes';
 
 export interface StoredResource {
@@ -58,8 +58,8 @@ export class ResourceStore {
     return n;
   }
 
-  /** `trace`: the request's span, which the domain events name as their parent. */
-  async write(writes: ResourceWrite[], trace?: TraceContext): Promise<(StoredResource | undefined)[]> {
+  /** `on.trace`: the request's span, which the domain events name; `on.idempotency`: its keyed creation. */
+  async write(writes: ResourceWrite[], on: WriteContext = {}): Promise<(StoredResource | undefined)[]> {
     const now = new Date().toISOString();
     const records: OutgoingRecord[] = [];
     const results: (StoredResource | undefined)[] = [];
@@ -87,12 +87,12 @@ export class ResourceStore {
           type: `${w.name}.${event}`,
           subject: `/${key}`,
           data: { event: `${w.name}.${event}`, resource: `/${key}`, id, ...(stored ? { data: stored.data } : {}) },
-          trace,
+          trace: on.trace,
         }),
       );
     }
     await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) =>
-      this.deps.publisher.publish(records, { timeoutMs }),
+      this.deps.publisher.publish(records, { timeoutMs, idempotency: on.idempotency }),
     );
     return results;
   }

@@ -110,14 +110,8 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         }
         return s;
       },
-      create: () =>
-        store.create({
-          tenant,
-          callbackUrl: body.callbackUrl,
-          mode: body.mode,
-          taskId,
-          events: body.events,
-        }),
+      create: (keyed) =>
+        store.create({ tenant, callbackUrl: body.callbackUrl, mode: body.mode, taskId, events: body.events }, keyed),
     });
     // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.
     const rep = newSubscriptionRepresentation(created);

@@ -1,5 +1,5 @@
 import { v4 as uuidv4 } from 'uuid';
-import type { OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
+import type { KeyedCreation, OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
 import { writeThenRead } from '../kafka/read-your-writes';
 import { waitAtLeast } from '../lib/abortable-sleep';
 import { SUBSCRIPTIONS_VIEW, type CancelReason, type Subscription, type SubscriptionMode } from './subscription';
@@ -59,9 +59,10 @@ export class SubscriptionStore {
     return { subscription, record: this.record(subscription) };
   }
 
-  async create(n: NewSubscription): Promise<Subscription> {
+  /** `idempotency`: the request's creation under its Idempotency-Key, whose answer the write carries. */
+  async create(n: NewSubscription, idempotency?: KeyedCreation): Promise<Subscription> {
     const { subscription, record } = this.draft(n);
-    await this.write([record]);
+    await this.write([record], this.deps.timeoutMs, idempotency);
     return subscription;
   }
 
@@ -94,8 +95,13 @@ export class SubscriptionStore {
     return { topic: this.deps.topic, key: s.id, value: JSON.stringify(s) };
   }
 
-  private async write(records: OutgoingRecord[], timeoutMs = this.deps.timeoutMs): Promise<void> {
-    const publish = (remainingMs: number) => this.deps.publisher.publish(records, { timeoutMs: remainingMs });
+  private async write(
+    records: OutgoingRecord[],
+    timeoutMs = this.deps.timeoutMs,
+    idempotency?: KeyedCreation,
+  ): Promise<void> {
+    const publish = (remainingMs: number) =>
+      this.deps.publisher.publish(records, { timeoutMs: remainingMs, idempotency });
     await writeThenRead(this.deps.view, timeoutMs, publish);
   }
 }

@@ -1,5 +1,5 @@
 import { writeThenRead } from '../kafka/read-your-writes';
-import type { OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
+import type { KeyedCreation, OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
 import type { TraceContext } from '../tracing/trace-context';
 import { taskEventRecord, type TaskTopics } from './task-events';
 import type { TaskRecord, TaskSnapshot } from './task-snapshot';
@@ -23,6 +23,7 @@ export async function acceptTask(
   deps: { publisher: Publisher; view: StateView<TaskRecord>; topics: TaskTopics; timeoutMs: number },
   task: NewTask,
   alongside: OutgoingRecord[] = [],
+  idempotency?: KeyedCreation,
 ): Promise<TaskSnapshot> {
   const now = new Date().toISOString();
   const draft: TaskSnapshot = {
@@ -49,6 +50,7 @@ export async function acceptTask(
     deps.publisher.publishStaged([event], withSnapshot, {
       timeoutMs,
       thenTo: [{ topic: deps.topics.tasks, key: task.taskId }, ...alongside],
+      idempotency,
     }),
   );
   return snapshot;

@@ -135,7 +135,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
         const created = subscriptionId === undefined ? undefined : deps.createdSubscriptionOf?.(subscriptionId);
         return { task, created };
       },
-      create: async () => {
+      create: async (keyed) => {
         if (typeof body.callbackUrl === 'string') {
           if (!deps.subscriber) {
             throw new ProblemError('validation-failed', 'Callbacks are not enabled on this api.', {
@@ -153,6 +153,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
           subscription: subscription?.id,
           alongside: subscription?.records,
           trace: request.trace,
+          idempotency: keyed,
         });
         // A subscription made here shows its secret in this 202, the one time it is shown.
         return { task, created: subscription?.created() };

@@ -1,5 +1,5 @@
 import { v4 as uuidv4 } from 'uuid';
-import type { OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
+import type { KeyedCreation, OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
 import type { ServiceMetrics } from '../metrics/metrics';
 import { traceHeaders, type TraceContext } from '../tracing/trace-context';
 import { writeThenRead } from '../kafka/read-your-writes';
@@ -39,6 +39,8 @@ export interface Submission {
   taskId?: string;
   /** the request's span: the task request and task.accepted name it, and so the run joins the request's trace */
   trace?: TraceContext;
+  /** the request's creation under its Idempotency-Key: the acceptance transaction carries the key's answer */
+  idempotency?: KeyedCreation;
 }
 
 /** When a finished task is forgotten; undefined while it is not finished. */
@@ -123,6 +125,7 @@ export class TaskStore {
         },
         ...(s.alongside?.(taskId) ?? []),
       ],
+      s.idempotency,
     );
     this.deps.metrics?.taskAccepted();
     return this.get(taskId) ?? snapshot;

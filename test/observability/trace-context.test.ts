@@ -105,19 +105,27 @@ test('a traceparent on a resource write reaches its domain event: created, updat
   expect(await recordTraces(service.kafka.topics.domainEvents, href.replace(/^\//, ''), 3)).toEqual(spans);
 });
 
-test('a task is submitted, run and called back without entering an AsyncLocalStorage', async () => {
+test('a task is submitted under an Idempotency-Key, run and called back without entering an AsyncLocalStorage', async () => {
   // Entering one turns on promise hooks for the whole process, at about a tenth of the CPU of every role: the
-  // request's and the run's spans are handed down instead. (An Idempotency-Key request still enters one.)
+  // request's span and its keyed creation, and the run's span, are handed down instead.
   const run = jest.spyOn(AsyncLocalStorage.prototype, 'run');
   const enterWith = jest.spyOn(AsyncLocalStorage.prototype, 'enterWith');
   const receiver = await new Receiver(() => ({ status: 204 })).start();
   receivers.push(receiver);
   try {
-    const res = await http(service.url, '/tasks', {
-      headers: { traceparent: PARENT },
-      body: { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: `${receiver.url}/cb`, mode: 'once' },
-    });
+    const submit = () =>
+      http(service.url, '/tasks', {
+        headers: { traceparent: PARENT, 'idempotency-key': '"no-async-local-storage"' },
+        body: { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: `${receiver.url}/cb`, mode: 'once' },
+      });
+    const res = await submit();
     expect(res.status).toBe(202);
+    const repeat = await submit();
+    expect([repeat.status, repeat.headers.get('idempotent-replayed'), repeat.body.taskId]).toEqual([
+      202,
+      'true',
+      res.body.taskId,
+    ]);
     const [callback] = await receiver.waitFor(1);
     expect(traceIdOf(callback.headers.traceparent as string)).toBe(TRACE_ID);
     expect(run).not.toHaveBeenCalled();

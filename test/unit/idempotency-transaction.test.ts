@@ -13,6 +13,7 @@ import {
 import { createLogger } from '../../src/logger';
 import { decodeTaskRecord, type TaskRecord } from '../../src/tasks/task-snapshot';
 import { TaskStore } from '../../src/tasks/task-store';
+import type { KeyedCreation } from '../../src/kafka/types';
 import { FakeView } from './fakes';
 
 /**
@@ -91,7 +92,8 @@ function setup() {
     if (decision.kind === 'replay') return { kind: 'replay', taskId: decision.answer.ids[0] };
     if (decision.kind !== 'new') return { kind: decision.kind };
     const taskId = `task-${(n += 1)}`;
-    const submit = () => store.submit({ taskId, tenant: 'acme', type: 'countdown', input });
+    const submit = (keyed: KeyedCreation) =>
+      store.submit({ taskId, tenant: 'acme', type: 'countdown', input, idempotency: keyed });
     const task = await decision.run(() => ({ status: 202, ids: [taskId] }), submit);
     return { kind: 'created', taskId: task.taskId };
   }
