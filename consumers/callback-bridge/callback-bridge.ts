@@ -61,6 +61,7 @@ export class CallbackBridge {
       this.logger.warn(at, 'an event that is not JSON with a type matches nothing');
       return [];
     }
+    if (signal.aborted) return [];
     const receivedAt = record.receivedAt ?? Date.now();
     // Most events of a busy partition arrive after the view's last sync began: matched at once, without a promise.
     const view = this.deps.subscriptions.view;

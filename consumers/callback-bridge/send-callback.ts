@@ -106,7 +106,7 @@ interface CallbackTarget {
 
 /** Parsed callback URLs: a lane sends every callback to the same one, and parsing it each time cost a URL object. */
 const targets = new Map<string, CallbackTarget>();
-/** Bounded by clearing: a bridge with more distinct callback URLs than this parses some again. */
+/** Bounded: past this many distinct callback URLs the oldest is dropped (and parsed again when next used). */
 const MAX_TARGETS = 1000;
 
 /** Throws for a URL that does not parse (the caller's catch makes that a failed attempt). */
@@ -114,7 +114,7 @@ function callbackTarget(callbackUrl: string): CallbackTarget {
   let target = targets.get(callbackUrl);
   if (!target) {
     const url = new URL(callbackUrl);
-    if (targets.size >= MAX_TARGETS) targets.clear();
+    if (targets.size >= MAX_TARGETS) targets.delete(targets.keys().next().value as string);
     targets.set(callbackUrl, (target = { origin: url.origin, path: `${url.pathname}${url.search}` }));
   }
   return target;

@@ -129,6 +129,8 @@ export class IdempotencyKeys {
   private readonly entries = new Map<string, Entry>();
   /** keys being handled by this process, with their fingerprints */
   private readonly local = new Map<string, string>();
+  /** the creations under way: only these complete a write (a look-alike object is ignored) */
+  private readonly creations = new WeakSet<KeyedCreation>();
   readonly claimTtlMs: number;
   private sweeper: NodeJS.Timeout | undefined;
 
@@ -201,7 +203,8 @@ export class IdempotencyKeys {
    */
   wrap(inner: Publisher): Publisher {
     const completing = (options: PublishOptions | undefined): { ctx?: Context; options?: PublishOptions } => {
-      const ctx = options?.idempotency as Context | undefined;
+      const keyed = options?.idempotency;
+      const ctx = keyed && this.creations.has(keyed) ? (keyed as Context) : undefined;
       if (!ctx || ctx.wrote) return { options };
       ctx.wrote = true;
       const timeoutMs = Math.min(options?.timeoutMs ?? Infinity, ctx.deadline.remaining());
@@ -271,8 +274,10 @@ export class IdempotencyKeys {
 
   private async run<T>(ctx: Context, create: (keyed: KeyedCreation) => Promise<T>): Promise<T> {
     try {
+      this.creations.add(ctx);
       return await create(ctx);
     } finally {
+      this.creations.delete(ctx);
       this.local.delete(ctx.claim.scope);
       if (!ctx.wrote) this.release(ctx.claim);
     }

@@ -19,13 +19,13 @@ export function webhookHeaders(
 
 /** Decoded secrets: each callback of a subscription is signed with the same one. */
 const keys = new Map<string, KeyObject>();
-/** Bounded by clearing: past this many distinct secrets, some are decoded again. */
+/** Bounded: past this many distinct secrets the oldest is dropped (and decoded again when next used). */
 const MAX_KEYS = 1000;
 
 function signingKey(secret: string): KeyObject {
   let key = keys.get(secret);
   if (!key) {
-    if (keys.size >= MAX_KEYS) keys.clear();
+    if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value as string);
     keys.set(secret, (key = createSecretKey(Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))));
   }
   return key;

@@ -1,4 +1,9 @@
+import { MockAgent, type Agent } from 'undici';
 import { callbackBody, parseEvent, webhookId } from '../../consumers/callback-bridge/bridge-event';
+import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
+import { createLogger } from '../../src/logger';
+import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
+import { FakePublisher, FakeView } from './fakes';
 import type { IncomingRecord } from '../../src/kafka/types';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Subscription } from '../../src/subscriptions/subscription';
@@ -87,5 +92,90 @@ describe('bridge events', () => {
     expect(webhookId('s-1', 'ev-1')).not.toBe(webhookId('s-2', 'ev-1'));
     expect(webhookId('s-1', 'ev-1')).not.toBe(webhookId('s-1', 'ev-2'));
     expect(webhookId('s-1', 'ev-1')).toMatch(/^msg_[A-Za-z0-9_-]{27}$/);
+  });
+});
+
+describe('CallbackBridge.admit: an event is matched against every subscription committed before it was fetched', () => {
+  const ORIGIN = 'http://receiver.test';
+
+  function setup() {
+    const view = new FakeView<Subscription>();
+    const publisher = new FakePublisher();
+    const logger = createLogger('silent');
+    const agent = new MockAgent();
+    agent.disableNetConnect();
+    agent.get(ORIGIN).intercept({ path: /.*/, method: 'POST' }).reply(204).persist();
+    const bridge = new CallbackBridge(
+      {
+        runGroupConsumer: () => Promise.reject(new Error('not used here')),
+        publisher,
+        topics: {
+          taskEvents: 'task-events',
+          domainEvents: 'domain-events',
+          deliveries: 'deliveries',
+          callbackDeadLetters: 'dlq',
+        },
+        subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
+        groupId: 'bridge',
+        allowPrivate: true,
+        concurrency: 10,
+        callbacks: { timeoutMs: 1000, maxAttempts: 1, backoffBaseMs: 1, backoffMaxMs: 1 },
+        kafkaTimeoutMs: 1000,
+        logger,
+      },
+      agent as unknown as Agent,
+      logger,
+    );
+    // Made elsewhere just before the event: only a sync of the view brings it in.
+    const subscription: Subscription = {
+      id: 's1',
+      tenant: 't',
+      callbackUrl: `${ORIGIN}/hook`,
+      mode: 'continuous',
+      events: ['order.created'],
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      status: 'active',
+      createdAt: new Date(0).toISOString(),
+      updatedAt: new Date(0).toISOString(),
+    };
+    view.commitElsewhere(() => view.set('s1', subscription));
+    const receivedAt = Date.now();
+    const event = record(0, 7, {
+      topic: 'domain-events',
+      value: JSON.stringify({ event: 'order.created', resource: '/orders/1', data: {} }),
+      receivedAt,
+    });
+    return { view, bridge, event, receivedAt, agent };
+  }
+
+  test('a view whose last sync began in the same millisecond as the fetch is synced first', async () => {
+    const { view, bridge, event, receivedAt, agent } = setup();
+    view.syncedAt = receivedAt;
+    const deliveries = await bridge.admit(event, new AbortController().signal);
+    expect(view.syncs).toBe(1);
+    expect(deliveries).toHaveLength(1);
+    await Promise.all(deliveries);
+    await agent.close();
+  });
+
+  test('a view whose last sync began after the fetch is not synced again', async () => {
+    const { view, bridge, event, receivedAt, agent } = setup();
+    // A sync that began after the fetch (a millisecond later) brought the subscription in.
+    await view.syncedSince(receivedAt + 1);
+    view.syncedAt = receivedAt + 1;
+    view.syncs = 0;
+    const deliveries = await bridge.admit(event, new AbortController().signal);
+    expect(view.syncs).toBe(0);
+    expect(deliveries).toHaveLength(1);
+    await Promise.all(deliveries);
+    await agent.close();
+  });
+
+  test('a handed-back event is not admitted', async () => {
+    const { bridge, event, agent } = setup();
+    const handBack = new AbortController();
+    handBack.abort();
+    expect(await bridge.admit(event, handBack.signal)).toEqual([]);
+    await agent.close();
   });
 });

@@ -100,6 +100,15 @@ describe('the callback request', () => {
     expect(() => new Webhook(sent[1000].secret).verify(again[0].body, again[0].headers)).toThrow();
   });
 
+  test('a callback URL that does not parse is a failed attempt, also when sent again', async () => {
+    for (let i = 0; i < 2; i += 1) {
+      expect(await send(message({ callbackUrl: 'not a url' }))).toMatchObject({
+        outcome: 'failed',
+        error: expect.stringMatching(/^ERR_INVALID_URL/),
+      });
+    }
+  });
+
   test('a retry carries the same webhook-id, so the receiver can drop the duplicate', async () => {
     const first = receiverAnswers(500);
     const second = receiverAnswers(200);
