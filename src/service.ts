@@ -5,6 +5,7 @@ import { asyncApiRoutes } from './docs/asyncapi-routes';
 import type { Config, Role } from './config';
 import { IdempotencyKeys } from './idempotency/idempotency-keys';
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
+import type { ConsumerHandle } from './kafka/types';
 import type { Logger } from './logger';
 import { Metrics } from './metrics/metrics';
 import { otlpTracer } from './tracing/otlp-tracer';
@@ -46,10 +47,13 @@ export interface ServiceKernel {
   tracer: Tracer;
 }
 
-/** A role of consumers/ (the task runner, the callback bridge). It wires itself from the kernel. */
+/**
+ * A role of consumers/ (the task runner, the callback bridge). It wires itself from the kernel, and its handle stops
+ * what the kernel does not own (a runner's partition writers, the bridge's callback connections).
+ */
 export interface ConsumerRole {
   readonly role: Exclude<Role, 'all' | 'api'>;
-  start(kernel: ServiceKernel): Promise<void>;
+  start(kernel: ServiceKernel): Promise<ConsumerHandle>;
 }
 
 export interface ServiceOptions {
@@ -196,9 +200,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const k = kernel(options, kafka, () => config.publicUrl ?? listening ?? `http://${config.host}:${config.port}`);
   let api: ApiRole | undefined;
   let app: FastifyInstance | undefined;
+  const consumers: ConsumerHandle[] = [];
+  // Each role's own parts first (it stops its consumer group, then what it wrote with), then the shared connection.
+  const stopConsumers = () => Promise.all(consumers.map((c) => c.stop()));
   try {
     if (runs(role, 'api')) api = await apiRole(k);
-    for (const consumer of options.consumers) if (runs(role, consumer.role)) await consumer.start(k);
+    for (const consumer of options.consumers) if (runs(role, consumer.role)) consumers.push(await consumer.start(k));
     app = await buildApp({
       logger,
       apiKeys: config.apiKeys,
@@ -220,6 +227,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       async stop() {
         api?.stop();
         await started.close();
+        await stopConsumers();
         await kafka.close();
         await k.tracer.shutdown().catch((err: unknown) => logger.warn({ err }, 'spans not exported at shutdown'));
       },
@@ -227,6 +235,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   } catch (err) {
     api?.stop();
     await app?.close();
+    await stopConsumers();
     await kafka.close();
     throw err;
   }

@@ -6,7 +6,7 @@ import { startCallbackBridge } from './callback-bridge';
 export const callbackBridgeRole: ConsumerRole = {
   role: 'bridge',
   async start({ kafka, config, logger, publicUrl, metrics, tracer }) {
-    await startCallbackBridge({
+    return startCallbackBridge({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
       publisher: kafka.publisher,
       logger,

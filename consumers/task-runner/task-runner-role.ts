@@ -16,7 +16,7 @@ export const taskRunnerRole: ConsumerRole = {
       domainEventsTopic: kafka.topics.domainEvents,
       timeoutMs: config.kafkaTimeoutMs,
     });
-    await startTaskRunner({
+    return startTaskRunner({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
       fencingPublisher: (id) => kafka.fencingPublisher(id),
       transactionalIdPrefix: `${config.topicPrefix}task-runner-p`,
