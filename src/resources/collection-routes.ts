@@ -140,13 +140,8 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     on: WriteContext,
   ): Promise<HalResource> {
     if (failures.length > 0 && atomic) throw bulkFailure(true, failures);
-    const saved =
-      planned.length > 0
-        ? await store.write(
-            planned.map((p) => p.write),
-            on,
-          )
-        : [];
+    const writes = planned.map((p) => p.write);
+    const saved = writes.length > 0 ? await store.write(writes, on) : [];
     const body = bulkBody(
       resource,
       saved.map((s) => rep(s as StoredResource)),
