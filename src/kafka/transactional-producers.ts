@@ -76,7 +76,8 @@ export class TransactionalProducers {
   /** For good: no id is initialized again by this object. */
   async close(): Promise<void> {
     this.closed = true;
-    const old = this.producers.splice(0, this.producers.length, ...this.producers.map(() => undefined));
+    const old = [...this.producers];
+    this.producers.fill(undefined);
     await Promise.all(old.map((p) => p?.disconnect().catch(() => undefined)));
   }
 
