@@ -219,8 +219,8 @@ export async function runGroupConsumer(
     }
     const w = before ?? new PartitionProgress(offset);
     work.set(key, w);
-    const ac = new AbortController();
-    w.start(offset, ac);
+    w.start(offset);
+    const signal = w.signal;
     const record: IncomingRecord = {
       topic,
       partition,
@@ -231,11 +231,11 @@ export async function runGroupConsumer(
       timestamp: message.timestamp,
       receivedAt: fetchedAt || Date.now(),
     };
-    const job: Promise<void> = handleUntilDone(record, ac.signal)
+    const job: Promise<void> = handleUntilDone(record, signal)
       .finally(() => {
         release();
         // A handed-back record stays uncommitted, so the next owner handles it.
-        if (ac.signal.aborted || work.get(key) !== w) return;
+        if (signal.aborted || work.get(key) !== w) return;
         w.finish(offset);
         commit(topic, partition, w);
       })

@@ -1,3 +1,5 @@
+import { setMaxListeners } from 'node:events';
+
 /**
  * What a group member has started and finished in one partition, and how far it may commit: up to its oldest
  * unfinished record, so a crash re-delivers everything not finished (at least once), and never a record twice while
@@ -5,8 +7,13 @@
  * (a commit per record would flood the coordinator, and kafkajs's request queue, at thousands of records a second).
  */
 export class PartitionProgress {
-  /** offsets started but not finished, each with the signal that hands its work back */
-  readonly pending = new Map<bigint, AbortController>();
+  /** offsets started but not finished */
+  readonly pending = new Set<bigint>();
+  /**
+   * One signal for every record of this progress, not one per record (an AbortController and its signal per record
+   * were 3 % of a busy process's CPU): a hand-back always takes all of them, and the progress is dropped after it.
+   */
+  private readonly handOff = new AbortController();
   /** offsets finished above the committed one: a re-fetch after a rebalance must not run them again */
   private readonly done = new Set<bigint>();
   /** one past the highest offset started */
@@ -19,6 +26,14 @@ export class PartitionProgress {
 
   constructor(firstOffset: bigint) {
     this.next = firstOffset;
+    // Each record in flight may listen (a runner's task links it to its own signal): as many as the handler's
+    // concurrency, not a leak.
+    setMaxListeners(Infinity, this.handOff.signal);
+  }
+
+  /** aborts, with the hand-back's reason, when the records still unfinished are handed back */
+  get signal(): AbortSignal {
+    return this.handOff.signal;
   }
 
   /** below the committed offset, running, or finished: kafkajs re-fetched it, and it must not start again */
@@ -26,8 +41,8 @@ export class PartitionProgress {
     return offset < this.committed || this.pending.has(offset) || this.done.has(offset);
   }
 
-  start(offset: bigint, work: AbortController): void {
-    this.pending.set(offset, work);
+  start(offset: bigint): void {
+    this.pending.add(offset);
     if (offset + 1n > this.next) this.next = offset + 1n;
   }
 
@@ -38,12 +53,12 @@ export class PartitionProgress {
 
   /** the oldest unfinished offset, or (with none) one past the highest started: what a commit may go up to */
   get low(): bigint {
-    return this.pending.size > 0 ? [...this.pending.keys()].reduce((a, b) => (a < b ? a : b)) : this.next;
+    return this.pending.size > 0 ? [...this.pending].reduce((a, b) => (a < b ? a : b)) : this.next;
   }
 
-  /** Hands every unfinished record back: its handler's signal aborts with `reason`. */
+  /** Hands every unfinished record back: their handlers' signal aborts with `reason`. The progress is done with. */
   handBack(reason: Error): void {
-    for (const work of this.pending.values()) work.abort(reason);
+    this.handOff.abort(reason);
   }
 
   /**
