@@ -42,6 +42,8 @@ const QUEUED_EVENTS = QUICK ? 1000 : 10000;
 /** `--steady-tasks=100000` for the issue's long run; the default keeps the whole bench within its 10 minutes */
 const STEADY_TASKS = Number(option('steady-tasks') ?? (QUICK ? 4000 : 40000));
 const ROUNDS = 3;
+/** end-to-end rounds after the first that warm the process before the measured ones (see endToEnd) */
+const E2E_WARM_ROUNDS = 2;
 /** tasks through an api before the first figure; a fresh broker runs c=1 at about 11 ms p50, a warm one at 4 */
 const WARM_UP_TASKS = QUICK ? 2000 : 20000;
 const TASK = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
@@ -235,15 +237,19 @@ async function endToEndRound(all: RunningService, finals: ReturnType<typeof fina
 }
 
 /**
- * A fresh process runs the runner's and the bridge's paths interpreted until V8 has compiled them: its first 2,000
- * tasks took 1.4 ms of CPU each, against 0.8 ms from the third round on. That first round is printed apart; the
- * figure is the median of the rounds after it, what a service that has been up for a while does.
+ * A fresh process runs the runner's and the bridge's paths interpreted until V8 has compiled them, over its first
+ * several thousand tasks: 1.3 ms of CPU per task in the first 2,000, 1.0 ms in the next, 0.75-0.8 ms from the third
+ * on. The first round is printed apart and two more warm the process; the figure is the median of the rounds after
+ * them, what a service that has been up for a while does.
  */
 async function endToEnd(all: RunningService, rows: Comparison[]): Promise<void> {
   const finals = finalsCounter(await all.kafka.view(TASKS_VIEW));
   const label = 'end to end: submitted, run and final (role all)';
   const cold = await endToEndRound(all, finals);
   report({ label, tasks: REQUESTS, ...cold, figure: 'first round on a fresh process, not compared' });
+  for (let i = 0; i < E2E_WARM_ROUNDS; i += 1) {
+    report({ label, tasks: REQUESTS, ...(await endToEndRound(all, finals)), figure: 'warming, not compared' });
+  }
   const rounds: EndToEndRound[] = [];
   for (let i = 0; i < ROUNDS; i += 1) {
     rounds.push(await endToEndRound(all, finals));
