@@ -56,7 +56,10 @@ export class PartitionProgress {
     return this.pending.size > 0 ? [...this.pending].reduce((a, b) => (a < b ? a : b)) : this.next;
   }
 
-  /** Hands every unfinished record back: their handlers' signal aborts with `reason`. The progress is done with. */
+  /**
+   * Hands every unfinished record back: the one signal all of this progress's records were given aborts with
+   * `reason` (a finished record's handler is done with it). The progress is dropped after this, never reused.
+   */
   handBack(reason: Error): void {
     this.handOff.abort(reason);
   }
