@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { timingSafeEqual } from 'node:crypto';
 import { ProblemError } from '../problems/problem-error';
+import { headerValues } from './raw-headers';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -13,10 +14,12 @@ declare module 'fastify' {
   }
 }
 
-function lookup(keys: ReadonlyMap<string, string>, presented: string): string | undefined {
+/** the API keys as bytes, made once: every request compares against each of them */
+type KeyBytes = readonly (readonly [Buffer, string])[];
+
+function lookup(keys: KeyBytes, presented: string): string | undefined {
   const given = Buffer.from(presented);
-  for (const [key, tenant] of keys) {
-    const expected = Buffer.from(key);
+  for (const [expected, tenant] of keys) {
     if (expected.length === given.length && timingSafeEqual(expected, given)) return tenant;
   }
   return undefined;
@@ -30,20 +33,21 @@ export function tenantOf(request: FastifyRequest): string {
 export const authPlugin = fp(
   async (app: FastifyInstance, options: { keys: ReadonlyMap<string, string> }) => {
     app.decorateRequest('tenant', '');
+    const keys: KeyBytes = [...options.keys].map(([key, tenant]) => [Buffer.from(key), tenant] as const);
     // Callback-style hooks here and in the other conventions: every request runs them, and an async hook costs a
     // promise and a microtask turn each. Fastify passes what a hook throws on to the error handler either way.
     app.addHook('onRequest', (request, _reply, done) => {
       // Unrouted requests only ever get 404, 405 or OPTIONS' Allow, which the public root already tells.
       if (request.routeOptions.config?.public || request.is404) return done();
       // Node keeps the first of repeated Authorization headers and drops the rest; which one counts would be a guess.
-      if ((request.raw.headersDistinct.authorization?.length ?? 0) > 1) {
+      if ((headerValues(request.raw.rawHeaders, 'authorization')?.length ?? 0) > 1) {
         throw new ProblemError('unauthorized', 'Send exactly one Authorization header.', {
           headers: { 'www-authenticate': 'Bearer error="invalid_request"' },
         });
       }
       const header = request.headers.authorization ?? '';
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      const tenant = m ? lookup(options.keys, m[1]) : undefined;
+      const tenant = m ? lookup(keys, m[1]) : undefined;
       if (!tenant) {
         throw new ProblemError(
           'unauthorized',

@@ -4,6 +4,7 @@ import { tenantOf } from './auth';
 import type { Describe, IdempotencyKeys, StoredAnswer } from '../idempotency/idempotency-keys';
 import type { KeyedCreation } from '../kafka/types';
 import { ProblemError } from '../problems/problem-error';
+import { headerValues } from './raw-headers';
 
 /**
  * The key of `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): a
@@ -11,7 +12,7 @@ import { ProblemError } from '../problems/problem-error';
  * Undefined when the header is absent; a 400 Problem when it is malformed.
  */
 export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
-  const values = request.raw.headersDistinct['idempotency-key'];
+  const values = headerValues(request.raw.rawHeaders, 'idempotency-key');
   if (!values) return undefined;
   const invalid = (why: string) => new ProblemError('idempotency-key-invalid', `The Idempotency-Key header ${why}.`);
   if (values.length > 1) throw invalid('appears more than once');

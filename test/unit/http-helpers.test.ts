@@ -3,6 +3,7 @@ import { acceptedRanges } from '../../src/http/content-negotiation';
 import { link } from '../../src/http/hal';
 import { pageLinks } from '../../src/http/paging';
 import { MAX_WAIT_SECONDS, preferredWait } from '../../src/http/prefer';
+import { headerValues } from '../../src/http/raw-headers';
 import type { TaskSnapshot } from '../../src/tasks/task-snapshot';
 import { pollIntervalSeconds } from '../../src/tasks/task-routes';
 
@@ -16,6 +17,17 @@ describe('Accept', () => {
       'text/html',
     ]);
     expect(acceptedRanges('*/*')).toEqual(['*/*']);
+  });
+});
+
+describe('one header from the raw list', () => {
+  test('every value of the header, in the order sent, whatever the case of its name; absent is undefined', () => {
+    const raw = ['Host', 'x', 'AUTHORIZATION', 'Bearer a', 'Accept', '*/*', 'authorization', 'Bearer b'];
+    expect(headerValues(raw, 'authorization')).toEqual(['Bearer a', 'Bearer b']);
+    expect(headerValues(raw, 'accept')).toEqual(['*/*']);
+    expect(headerValues(raw, 'idempotency-key')).toBeUndefined();
+    // A name that only starts like the header is another header.
+    expect(headerValues(['Authorization-Extra', 'v'], 'authorization')).toBeUndefined();
   });
 });
 

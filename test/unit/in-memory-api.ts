@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app';
 import { DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
@@ -140,20 +139,6 @@ export interface Answer {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests inspect arbitrary response shapes
 }
 
-/**
- * light-my-request's request lacks Node's `headersDistinct`, which the auth and Idempotency-Key hooks read (to refuse
- * a repeated header); this adds it, from the raw headers as Node builds it. A Readable, since inject's custom request
- * takes its prototype chain from here.
- */
-class InjectedRequest extends Readable {
-  get headersDistinct(): Record<string, string[]> {
-    const raw = (this as unknown as { rawHeaders: string[] }).rawHeaders;
-    const out: Record<string, string[]> = {};
-    for (let i = 0; i < raw.length; i += 2) (out[raw[i].toLowerCase()] ??= []).push(raw[i + 1]);
-    return out;
-  }
-}
-
 /** One request through Fastify's inject: every plugin and hook runs, no socket. */
 export async function call(app: FastifyInstance, url: string, c: Call = {}): Promise<Answer> {
   const headers: Record<string, string | string[]> = { ...(c.key === null ? {} : bearer(c.key)), ...c.headers };
@@ -163,7 +148,7 @@ export async function call(app: FastifyInstance, url: string, c: Call = {}): Pro
     headers['content-type'] ??= 'application/json';
   }
   const method = c.method ?? (payload !== undefined ? 'POST' : 'GET');
-  const res = await app.inject({ method, url, headers, payload, Request: InjectedRequest });
+  const res = await app.inject({ method, url, headers, payload });
   let body: unknown;
   try {
     body = res.body ? JSON.parse(res.body) : undefined;
