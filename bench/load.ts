@@ -1,5 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
+import type { Socket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
 /** A closed-loop HTTP load: `concurrency` clients, each sending its next request when the last is answered. */
 export interface LoadFigure {
   label: string;
@@ -55,33 +58,80 @@ export interface LoadJob {
   concurrency: number;
 }
 
+type ClientAnswer = (Pick<LoadFigure, 'perSecond' | 'p50Ms' | 'p99Ms'> | { error: string }) & {
+  /** this process's CPU time while the client ran the job, in microseconds */
+  cpuMicros?: number;
+};
+
+/**
+ * The load client process (bench/load-client.ts), started at the first job and kept for the rest of the bench; jobs
+ * go to it one at a time. It ends when this process does (its stdin closes).
+ */
+class LoadClient {
+  private readonly child: ChildProcessByStdio<Writable, Readable, null>;
+  private readonly answers: { resolve(answer: ClientAnswer): void; cpuBefore: NodeJS.CpuUsage }[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+  private exited: Error | undefined;
+
+  constructor() {
+    this.child = spawn(process.execPath, [join(__dirname, 'load-client.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
+    createInterface({ input: this.child.stdout }).on('line', (line) => {
+      const waiting = this.answers.shift();
+      if (!waiting) return;
+      this.idle();
+      const cpu = process.cpuUsage(waiting.cpuBefore);
+      waiting.resolve({ ...(JSON.parse(line) as ClientAnswer), cpuMicros: cpu.user + cpu.system });
+    });
+    this.child.once('exit', (code) => {
+      this.exited = new Error(`the load client exited with ${code}`);
+      for (const waiting of this.answers.splice(0)) waiting.resolve({ error: this.exited.message });
+    });
+    this.idle();
+  }
+
+  /** Between jobs the client does not keep this process alive: the bench exits with it still waiting for one. */
+  private idle(): void {
+    this.child.unref();
+    for (const stream of [this.child.stdin, this.child.stdout]) (stream as unknown as Socket).unref();
+  }
+
+  private busy(): void {
+    this.child.ref();
+    for (const stream of [this.child.stdin, this.child.stdout]) (stream as unknown as Socket).ref();
+  }
+
+  run(job: LoadJob): Promise<ClientAnswer> {
+    const answer = this.queue.then(
+      () =>
+        new Promise<ClientAnswer>((resolve) => {
+          if (this.exited) return resolve({ error: this.exited.message });
+          this.busy();
+          this.answers.push({ resolve, cpuBefore: process.cpuUsage() });
+          this.child.stdin.write(`${JSON.stringify(job)}\n`);
+        }),
+    );
+    this.queue = answer;
+    return answer;
+  }
+}
+
+let client: LoadClient | undefined;
+
 /**
  * The same closed loop as closedLoop, run by bench/load-client.ts in a process of its own: on a 2-core machine the
- * client then takes the other core instead of the measured server's event loop.
+ * client then takes the other core instead of the measured server's event loop. That process serves every round of
+ * the bench, so a round measures the server, not the client's start-up (see load-client.ts).
  */
-export function closedLoopApart(
+export async function closedLoopApart(
   label: string,
   requests: number,
   concurrency: number,
   target: Target,
 ): Promise<LoadFigure> {
-  const job: LoadJob = { target, requests, concurrency };
-  const cpuBefore = process.cpuUsage();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(__dirname, 'load-client.js'), JSON.stringify(job)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`load client for ${label} exited with ${code}`));
-      const figure = JSON.parse(out) as Pick<LoadFigure, 'perSecond' | 'p50Ms' | 'p99Ms'>;
-      const cpu = process.cpuUsage(cpuBefore);
-      const cpuMsPerRequest = +((cpu.user + cpu.system) / 1000 / requests).toFixed(3);
-      resolve({ label, requests, concurrency, ...figure, cpuMsPerRequest });
-    });
-  });
+  client ??= new LoadClient();
+  const { cpuMicros = 0, ...answer } = await client.run({ target, requests, concurrency });
+  if ('error' in answer) throw new Error(`load for ${label}: ${answer.error}`);
+  return { label, requests, concurrency, ...answer, cpuMsPerRequest: +(cpuMicros / 1000 / requests).toFixed(3) };
 }
 
 /**
@@ -96,7 +146,7 @@ export async function interleaved(
   contenders: { label: string; target: Target }[],
 ): Promise<LoadFigure[]> {
   const results = contenders.map(() => [] as LoadFigure[]);
-  const warmUp = Math.min(200, requests);
+  const warmUp = Math.min(1000, requests);
   for (const c of contenders) await closedLoopApart(`${c.label} (warm-up)`, warmUp, concurrency, c.target);
   for (let r = 0; r < rounds; r += 1) {
     for (const [i, c] of contenders.entries()) {
