@@ -52,13 +52,15 @@ export interface Target {
   expected: number;
 }
 
+/** `requests` in all, or as many as `seconds` allow */
 export interface LoadJob {
   target: Target;
-  requests: number;
+  requests?: number;
+  seconds?: number;
   concurrency: number;
 }
 
-type ClientAnswer = (Pick<LoadFigure, 'perSecond' | 'p50Ms' | 'p99Ms'> | { error: string }) & {
+type ClientAnswer = (Pick<LoadFigure, 'requests' | 'perSecond' | 'p50Ms' | 'p99Ms'> | { error: string }) & {
   /** this process's CPU time while the client ran the job, in microseconds */
   cpuMicros?: number;
 };
@@ -122,35 +124,50 @@ let client: LoadClient | undefined;
  * client then takes the other core instead of the measured server's event loop. That process serves every round of
  * the bench, so a round measures the server, not the client's start-up (see load-client.ts).
  */
-export async function closedLoopApart(
+export function closedLoopApart(
   label: string,
   requests: number,
   concurrency: number,
   target: Target,
 ): Promise<LoadFigure> {
+  return loadApart(label, { target, requests, concurrency });
+}
+
+/** closedLoopApart for `seconds` instead of a number of requests: the figure says how many were answered. */
+export function timedLoopApart(
+  label: string,
+  seconds: number,
+  concurrency: number,
+  target: Target,
+): Promise<LoadFigure> {
+  return loadApart(label, { target, seconds, concurrency });
+}
+
+async function loadApart(label: string, job: LoadJob): Promise<LoadFigure> {
   client ??= new LoadClient();
-  const { cpuMicros = 0, ...answer } = await client.run({ target, requests, concurrency });
+  const { cpuMicros = 0, ...answer } = await client.run(job);
   if ('error' in answer) throw new Error(`load for ${label}: ${answer.error}`);
-  return { label, requests, concurrency, ...answer, cpuMsPerRequest: +(cpuMicros / 1000 / requests).toFixed(3) };
+  const cpuMsPerRequest = +(cpuMicros / 1000 / Math.max(1, answer.requests)).toFixed(3);
+  return { label, concurrency: job.concurrency, ...answer, cpuMsPerRequest };
 }
 
 /**
- * Several contenders measured in interleaved rounds (a, b, c, a, b, c, ...),
- * so a busy moment of a shared machine hits them alike; each figure is the
- * median round by throughput.
+ * Several contenders measured in interleaved rounds (a, b, c, a, b, c, ...), so a busy moment of a shared machine
+ * hits them alike; each figure is the median round by throughput. Every round lasts the same time: counted in
+ * requests, the fastest contender's rounds were the shortest (a fraction of a second for 6,000 GETs), so its figure
+ * swung the most.
  */
 export async function interleaved(
   rounds: number,
-  requests: number,
+  seconds: number,
   concurrency: number,
   contenders: { label: string; target: Target }[],
 ): Promise<LoadFigure[]> {
   const results = contenders.map(() => [] as LoadFigure[]);
-  const warmUp = Math.min(1000, requests);
-  for (const c of contenders) await closedLoopApart(`${c.label} (warm-up)`, warmUp, concurrency, c.target);
+  for (const c of contenders) await timedLoopApart(`${c.label} (warm-up)`, seconds / 2, concurrency, c.target);
   for (let r = 0; r < rounds; r += 1) {
     for (const [i, c] of contenders.entries()) {
-      results[i].push(await closedLoopApart(c.label, requests, concurrency, c.target));
+      results[i].push(await timedLoopApart(c.label, seconds, concurrency, c.target));
     }
   }
   return results.map(

@@ -38,16 +38,19 @@ const AUTH = { authorization: `Bearer ${KEY}` };
 const QUICK = process.argv.includes('--quick');
 const REQUESTS = QUICK ? 300 : 2000;
 /**
- * Requests in one round of an HTTP figure at c=10 and more. At 2,000 a round at c=200 lasted 0.2-0.5 s, so its
- * figure swung with whatever the machine did in that moment; a faster contender's rounds were the shortest.
+ * Seconds of one round of an HTTP figure, for every contender alike. Rounds of a fixed count were as short as the
+ * contender was fast: 2,000 requests at c=200 lasted 0.1-0.5 s, 6,000 GETs a quarter of a second, and such a round
+ * measured whatever the machine did in that moment.
  */
-const ROUND_REQUESTS = QUICK ? 1000 : 6000;
-/** requests in one round at c=1, where each costs a few milliseconds */
-const SERIAL_REQUESTS = 300;
+const ROUND_SECONDS = QUICK ? 0.5 : 2;
 const RETAINED = QUICK ? 10000 : 100000;
 const QUEUED_EVENTS = QUICK ? 1000 : 10000;
-/** `--steady-tasks=100000` for the issue's long run; the default keeps the whole bench within its 10 minutes */
-const STEADY_TASKS = Number(option('steady-tasks') ?? (QUICK ? 4000 : 40000));
+/** tasks streamed through role all while its RSS is read after each quarter: the 100,000 of the issue (#9) */
+const STEADY_TASKS = Number(option('steady-tasks') ?? (QUICK ? 4000 : 100000));
+/** rounds of the bridge drain, each the bridge then the plain loop on fresh events: three put its ratio at 0.66-0.75 */
+const DRAIN_ROUNDS = 5;
+/** seconds of events offered at 200/s to the bridge, then to the plain loop: the p99 of 10 s was the 20th slowest */
+const LATENCY_SECONDS = QUICK ? 3 : 30;
 const ROUNDS = 3;
 /** end-to-end rounds after the first that warm the process before the measured ones (see endToEnd) */
 const E2E_WARM_ROUNDS = 2;
@@ -67,13 +70,9 @@ function median(values: number[]): number {
 }
 
 /** Medians of interleaved rounds, each printed as a JSON line. */
-async function measured(
-  requests: number,
-  concurrency: number,
-  contenders: { label: string; target: Target }[],
-): Promise<LoadFigure[]> {
-  const figures = await interleaved(ROUNDS, requests, concurrency, contenders);
-  for (const f of figures) report({ ...f, rounds: ROUNDS, figure: 'median round' });
+async function measured(concurrency: number, contenders: { label: string; target: Target }[]): Promise<LoadFigure[]> {
+  const figures = await interleaved(ROUNDS, ROUND_SECONDS, concurrency, contenders);
+  for (const f of figures) report({ ...f, rounds: ROUNDS, seconds: ROUND_SECONDS, figure: 'median round' });
   return figures;
 }
 
@@ -95,13 +94,12 @@ async function writes(brokers: string[], api: RunningService, rows: Comparison[]
     baselines.push(naive, batched);
     const ours = poster(`${api.url}/tasks`, TASK, AUTH, 202);
     for (const concurrency of [1, 50, 200]) {
-      const requests = concurrency === 1 ? SERIAL_REQUESTS : ROUND_REQUESTS;
       const contenders = [
         { label: `hookstream POST /tasks c=${concurrency}`, target: ours },
         { label: `naive kafkajs POST c=${concurrency}`, target: poster(`${naive.url}/tasks`, TASK, {}, 202) },
         { label: `batched kafkajs POST c=${concurrency}`, target: poster(`${batched.url}/tasks`, TASK, {}, 202) },
       ];
-      const [h, n, b] = await measured(requests, concurrency, concurrency === 1 ? contenders.slice(0, 2) : contenders);
+      const [h, n, b] = await measured(concurrency, concurrency === 1 ? contenders.slice(0, 2) : contenders);
       rows.push(compare(`POST /tasks c=${concurrency}, accepted/s`, h.perSecond, n.perSecond, '/s', 'naive kafkajs'));
       if (b)
         rows.push(
@@ -151,8 +149,7 @@ async function otherWrites(brokers: string[], api: RunningService, rows: Compari
     ];
     for (const w of writes) {
       for (const concurrency of [1, 200]) {
-        const requests = concurrency === 1 ? SERIAL_REQUESTS : ROUND_REQUESTS;
-        const [h, n] = await measured(requests, concurrency, [
+        const [h, n] = await measured(concurrency, [
           {
             label: `hookstream POST ${w.path} c=${concurrency}`,
             target: poster(`${api.url}${w.path}`, w.body, AUTH, w.status),
@@ -183,7 +180,7 @@ async function reads(api: RunningService, rows: Comparison[]): Promise<void> {
   const bare = await bareFastify(body);
   try {
     for (const concurrency of [10, 50]) {
-      const [h, b] = await measured(ROUND_REQUESTS, concurrency, [
+      const [h, b] = await measured(concurrency, [
         {
           label: `hookstream GET /tasks/{id}?fields=status,type c=${concurrency}`,
           target: getter(`${api.url}${path}`, AUTH),
@@ -365,14 +362,14 @@ async function main(): Promise<void> {
     async bridge() {
       // Rounds of the bridge then the plain loop, each on fresh events: one round swung the ratio by ±0.05.
       const drains: DrainFigure[] = [];
-      for (let round = 1; round <= ROUNDS; round += 1) {
+      for (let round = 1; round <= DRAIN_ROUNDS; round += 1) {
         const drain = await bridgeDrain(brokers, QUEUED_EVENTS, KEY);
         report({ label: 'one subscription draining queued events', round, ...drain });
         drains.push(drain);
       }
       rows.push(
         compare(
-          `bridge: one subscription, ${QUEUED_EVENTS} queued events (median of ${ROUNDS})`,
+          `bridge: one subscription, ${QUEUED_EVENTS} queued events (median of ${DRAIN_ROUNDS})`,
           median(drains.map((d) => d.bridgePerSecond)),
           median(drains.map((d) => d.plainLoopPerSecond)),
           '/s',
@@ -390,7 +387,7 @@ async function main(): Promise<void> {
           'deliveries/s',
         ),
       );
-      const latency = await bridgeLatency(brokers, 200, QUICK ? 3 : 10, KEY);
+      const latency = await bridgeLatency(brokers, 200, LATENCY_SECONDS, KEY);
       report({ label: 'event to receipt at an offered rate', ...latency });
       for (const q of ['P50', 'P99'] as const) {
         rows.push(
