@@ -4,9 +4,9 @@
  * LoadJob, and each job's answer is one JSON line on stdout (its figures, or `{"error": …}`). It exits when stdin ends.
  *
  * Why one process for every round: a fresh process ran each round's first requests interpreted and opened all its
- * connections inside the round. A 2,000-request round at c=200 lasts a fraction of a second, so that start-up was a
+ * connections inside the round. A 2,000-request round at c=200 lasted a fraction of a second, so that start-up was a
  * large part of it, the more so the faster the contender: the batched baseline measured about 6,000/s in such rounds
- * and 11,000-13,000/s from a warm client. A client that has been running (as any real one has) measures the server.
+ * and 24,000/s from a client that had been running, as any real one has.
  */
 import { createInterface } from 'node:readline';
 import { Agent, request } from 'undici';
