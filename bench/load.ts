@@ -71,35 +71,22 @@ type ClientAnswer = (Pick<LoadFigure, 'requests' | 'perSecond' | 'p50Ms' | 'p99M
  */
 class LoadClient {
   private readonly child: ChildProcessByStdio<Writable, Readable, null>;
-  private readonly answers: { resolve(answer: ClientAnswer): void; cpuBefore: NodeJS.CpuUsage }[] = [];
+  /** the job on its way; the queue lets one at a time through */
+  private waiting: { resolve(answer: ClientAnswer): void; cpuBefore: NodeJS.CpuUsage } | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private exited: Error | undefined;
 
   constructor() {
     this.child = spawn(process.execPath, [join(__dirname, 'load-client.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
     createInterface({ input: this.child.stdout }).on('line', (line) => {
-      const waiting = this.answers.shift();
-      if (!waiting) return;
-      this.idle();
-      const cpu = process.cpuUsage(waiting.cpuBefore);
-      waiting.resolve({ ...(JSON.parse(line) as ClientAnswer), cpuMicros: cpu.user + cpu.system });
+      const cpu = process.cpuUsage(this.waiting?.cpuBefore);
+      this.answer({ ...(JSON.parse(line) as ClientAnswer), cpuMicros: cpu.user + cpu.system });
     });
     this.child.once('exit', (code) => {
       this.exited = new Error(`the load client exited with ${code}`);
-      for (const waiting of this.answers.splice(0)) waiting.resolve({ error: this.exited.message });
+      this.answer({ error: this.exited.message });
     });
-    this.idle();
-  }
-
-  /** Between jobs the client does not keep this process alive: the bench exits with it still waiting for one. */
-  private idle(): void {
-    this.child.unref();
-    for (const stream of [this.child.stdin, this.child.stdout]) (stream as unknown as Socket).unref();
-  }
-
-  private busy(): void {
-    this.child.ref();
-    for (const stream of [this.child.stdin, this.child.stdout]) (stream as unknown as Socket).ref();
+    this.keepsAlive(false);
   }
 
   run(job: LoadJob): Promise<ClientAnswer> {
@@ -107,13 +94,28 @@ class LoadClient {
       () =>
         new Promise<ClientAnswer>((resolve) => {
           if (this.exited) return resolve({ error: this.exited.message });
-          this.busy();
-          this.answers.push({ resolve, cpuBefore: process.cpuUsage() });
+          this.keepsAlive(true);
+          this.waiting = { resolve, cpuBefore: process.cpuUsage() };
           this.child.stdin.write(`${JSON.stringify(job)}\n`);
         }),
     );
     this.queue = answer;
     return answer;
+  }
+
+  private answer(answer: ClientAnswer): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    this.keepsAlive(false);
+    waiting?.resolve(answer);
+  }
+
+  /** Only while a job runs: between jobs the bench exits with the client still waiting for one. */
+  private keepsAlive(yes: boolean): void {
+    for (const handle of [this.child, this.child.stdin, this.child.stdout] as unknown as Socket[]) {
+      if (yes) handle.ref();
+      else handle.unref();
+    }
   }
 }
 

@@ -360,7 +360,6 @@ async function main(): Promise<void> {
       );
     },
     async bridge() {
-      // Rounds of the bridge then the plain loop, each on fresh events: one round swung the ratio by ±0.05.
       const drains: DrainFigure[] = [];
       for (let round = 1; round <= DRAIN_ROUNDS; round += 1) {
         const drain = await bridgeDrain(brokers, QUEUED_EVENTS, KEY);
