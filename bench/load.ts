@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
+import { cpuMsOfTree } from './process-probe';
 /** A closed-loop HTTP load: `concurrency` clients, each sending its next request when the last is answered. */
 export interface LoadFigure {
   label: string;
@@ -16,6 +17,9 @@ export interface LoadFigure {
    * the rate on a shared machine, where the rate is whatever share of the cores the process got.
    */
   cpuMsPerRequest?: number;
+  /** the same for the embedded broker's JVM (see measureBrokerCpu) and for the load client's process */
+  brokerCpuMsPerRequest?: number;
+  clientCpuMsPerRequest?: number;
 }
 
 export async function closedLoop(
@@ -63,7 +67,31 @@ export interface LoadJob {
 type ClientAnswer = (Pick<LoadFigure, 'requests' | 'perSecond' | 'p50Ms' | 'p99Ms'> | { error: string }) & {
   /** this process's CPU time while the client ran the job, in microseconds */
   cpuMicros?: number;
+  /** the broker's and the client's CPU time meanwhile, in ms (10 ms ticks), the broker's when it is known */
+  brokerCpuMs?: number;
+  clientCpuMs?: number;
 };
+
+/** The embedded broker's watchdog (the JVM is its child), whose CPU each round reports; unset for a broker elsewhere */
+let brokerPid: number | undefined;
+
+export function measureBrokerCpu(pid: number | undefined): void {
+  brokerPid = pid;
+}
+
+/** CPU so far of the processes a round accounts for, read when a job is sent and again when it is answered */
+interface CpuMark {
+  own: NodeJS.CpuUsage;
+  brokerMs?: number;
+  clientMs: number;
+}
+
+function spentSince(before: CpuMark, after: CpuMark): Pick<ClientAnswer, 'cpuMicros' | 'brokerCpuMs' | 'clientCpuMs'> {
+  const own = process.cpuUsage(before.own);
+  const broker =
+    after.brokerMs !== undefined && before.brokerMs !== undefined ? after.brokerMs - before.brokerMs : undefined;
+  return { cpuMicros: own.user + own.system, brokerCpuMs: broker, clientCpuMs: after.clientMs - before.clientMs };
+}
 
 /**
  * The load client process (bench/load-client.ts), started at the first job and kept for the rest of the bench; jobs
@@ -72,15 +100,15 @@ type ClientAnswer = (Pick<LoadFigure, 'requests' | 'perSecond' | 'p50Ms' | 'p99M
 class LoadClient {
   private readonly child: ChildProcessByStdio<Writable, Readable, null>;
   /** the job on its way; the queue lets one at a time through */
-  private waiting: { resolve(answer: ClientAnswer): void; cpuBefore: NodeJS.CpuUsage } | undefined;
+  private waiting: { resolve(answer: ClientAnswer): void; before: CpuMark } | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private exited: Error | undefined;
 
   constructor() {
     this.child = spawn(process.execPath, [join(__dirname, 'load-client.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
     createInterface({ input: this.child.stdout }).on('line', (line) => {
-      const cpu = process.cpuUsage(this.waiting?.cpuBefore);
-      this.answer({ ...(JSON.parse(line) as ClientAnswer), cpuMicros: cpu.user + cpu.system });
+      const before = this.waiting?.before;
+      this.answer({ ...(JSON.parse(line) as ClientAnswer), ...(before && spentSince(before, this.cpuMark())) });
     });
     this.child.once('exit', (code) => {
       this.exited = new Error(`the load client exited with ${code}`);
@@ -95,12 +123,20 @@ class LoadClient {
         new Promise<ClientAnswer>((resolve) => {
           if (this.exited) return resolve({ error: this.exited.message });
           this.keepsAlive(true);
-          this.waiting = { resolve, cpuBefore: process.cpuUsage() };
+          this.waiting = { resolve, before: this.cpuMark() };
           this.child.stdin.write(`${JSON.stringify(job)}\n`);
         }),
     );
     this.queue = answer;
     return answer;
+  }
+
+  private cpuMark(): CpuMark {
+    return {
+      own: process.cpuUsage(),
+      brokerMs: brokerPid === undefined ? undefined : cpuMsOfTree(brokerPid),
+      clientMs: this.child.pid === undefined ? 0 : cpuMsOfTree(this.child.pid),
+    };
   }
 
   private answer(answer: ClientAnswer): void {
@@ -147,10 +183,18 @@ export function timedLoopApart(
 
 async function loadApart(label: string, job: LoadJob): Promise<LoadFigure> {
   client ??= new LoadClient();
-  const { cpuMicros = 0, ...answer } = await client.run(job);
+  const { cpuMicros = 0, brokerCpuMs, clientCpuMs, ...answer } = await client.run(job);
   if ('error' in answer) throw new Error(`load for ${label}: ${answer.error}`);
-  const cpuMsPerRequest = +(cpuMicros / 1000 / Math.max(1, answer.requests)).toFixed(3);
-  return { label, concurrency: job.concurrency, ...answer, cpuMsPerRequest };
+  const perRequest = (ms: number | undefined) =>
+    ms === undefined ? undefined : +(ms / Math.max(1, answer.requests)).toFixed(3);
+  return {
+    label,
+    concurrency: job.concurrency,
+    ...answer,
+    cpuMsPerRequest: perRequest(cpuMicros / 1000),
+    brokerCpuMsPerRequest: perRequest(brokerCpuMs),
+    clientCpuMsPerRequest: perRequest(clientCpuMs),
+  };
 }
 
 /**

@@ -46,3 +46,27 @@ export async function memoryMb(base: string): Promise<{ heapUsed: number; heapTo
     external: value('nodejs_external_memory_bytes'),
   };
 }
+
+/** Linux's clock tick for /proc CPU times: USER_HZ, 100 on every kernel configuration Node supports. */
+const TICK_MS = 10;
+
+/**
+ * CPU time (ms) a process and its live descendants have used so far, from /proc. The embedded broker's JVM is the
+ * child of a watchdog shell, and a child's time reaches its parent's account only once it has exited.
+ */
+export function cpuMsOfTree(pid: number): number {
+  let ms = 0;
+  const pending = [pid];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    try {
+      // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th of them.
+      const fields = readFileSync(`/proc/${next}/stat`, 'utf8').split(') ')[1].split(' ');
+      ms += (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+      const children = readFileSync(`/proc/${next}/task/${next}/children`, 'utf8').trim();
+      if (children) pending.push(...children.split(' ').map(Number));
+    } catch {
+      // gone since it was listed: its time no longer counts anywhere we can read
+    }
+  }
+  return ms;
+}

@@ -17,6 +17,7 @@ import {
   compare,
   getter,
   interleaved,
+  measureBrokerCpu,
   poster,
   printTable,
   type Comparison,
@@ -116,6 +117,18 @@ async function writes(brokers: string[], api: RunningService, rows: Comparison[]
             'batched kafkajs',
           ),
         );
+      // The rest of the two cores' budget at the highest load: what the broker and the load client spent per request.
+      if (concurrency === 200) {
+        for (const [who, of] of [
+          ['broker', (f: LoadFigure) => f.brokerCpuMsPerRequest],
+          ['load client', (f: LoadFigure) => f.clientCpuMsPerRequest],
+        ] as const) {
+          const ours = of(h);
+          if (ours === undefined) continue;
+          const figure = `POST /tasks c=${concurrency}, ${who} CPU per accepted task`;
+          rows.push(compare(figure, ours, b && of(b), 'ms', 'batched kafkajs'));
+        }
+      }
       rows.push(
         compare(
           `POST /tasks c=${concurrency}, p99`,
@@ -303,6 +316,7 @@ async function main(): Promise<void> {
   const env = loadConfig();
   let broker: LocalBroker | undefined;
   if (!env.kafkaBrokers) broker = await startLocalBroker({ cacheDir: env.cacheDir, persistent: false });
+  measureBrokerCpu(broker?.pid);
   const brokers = env.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
   const config = (name: string) => loadConfig(benchEnv(brokers, name, KEY));
   report({
