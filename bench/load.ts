@@ -87,10 +87,10 @@ interface CpuMark {
 }
 
 function spentSince(before: CpuMark, after: CpuMark): Pick<ClientAnswer, 'cpuMicros' | 'brokerCpuMs' | 'clientCpuMs'> {
-  const own = process.cpuUsage(before.own);
+  const own = after.own.user + after.own.system - (before.own.user + before.own.system);
   const broker =
     after.brokerMs !== undefined && before.brokerMs !== undefined ? after.brokerMs - before.brokerMs : undefined;
-  return { cpuMicros: own.user + own.system, brokerCpuMs: broker, clientCpuMs: after.clientMs - before.clientMs };
+  return { cpuMicros: own, brokerCpuMs: broker, clientCpuMs: after.clientMs - before.clientMs };
 }
 
 /**
