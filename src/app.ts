@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
@@ -8,6 +8,7 @@ import { contentNegotiationPlugin } from './http/content-negotiation';
 import { docsPage } from './docs/docs-page';
 import { openApiDocumentRoute, openApiPlugin } from './docs/openapi-plugin';
 import { halPlugin } from './http/hal-plugin';
+import { hostRequiredPlugin } from './http/host-required';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
 import { PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem-plugin';
@@ -65,6 +66,25 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: L
   socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
 }
 
+/**
+ * Node answers an `Expect` it does not know (anything but 100-continue) with an empty 417 unless the server
+ * listens for it; the answer is then a Problem. The body is not read, so the connection closes after it.
+ */
+function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
+  const id = requestIdOf(req);
+  const detail = `Expect: ${JSON.stringify(req.headers.expect ?? '')} is not supported; only 100-continue is.`;
+  const body = JSON.stringify(
+    problem('expectation-failed', detail, { instance: (req.url ?? '/').split('?')[0], logref: id }),
+  );
+  res.writeHead(417, {
+    'content-type': PROBLEM_MEDIA_TYPE,
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': id,
+    connection: 'close',
+  });
+  res.end(body);
+}
+
 /** Logs dropped connections at most once per interval: a flood must not become a flood of log lines. */
 function dropReporter(logger: Logger, maxConnections: number): () => void {
   let dropped = 0;
@@ -95,6 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       headersTimeout: limits.headersTimeoutMs,
       // Node checks both timeouts only this often (30 s by default), which would stretch a 10 s bound to 40 s.
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+      // Node would answer a missing Host with an empty 400 of its own; hostRequiredPlugin answers it with a Problem.
+      requireHostHeader: false,
     },
     schemaController: { compilersFactory: { buildValidator: validatorFactory(), buildSerializer: serializerFactory } },
     clientErrorHandler: (err, socket) => answerClientError(err as NodeJS.ErrnoException, socket, deps.logger),
@@ -106,12 +128,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
+  app.server.on('checkExpectation', answerExpectation);
   await app.register(requestIdPlugin);
   // Before any route: every route's schema gets the conventions' parts, and is documented.
   await app.register(openApiPlugin);
   await app.register(tracePlugin, { tracer: deps.tracer ?? PROPAGATION_ONLY });
   if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics });
   await app.register(problemPlugin);
+  await app.register(hostRequiredPlugin);
   await app.register(methodsPlugin);
   await app.register(contentNegotiationPlugin);
   await app.register(authPlugin, { keys: deps.apiKeys.byKey });

@@ -10,6 +10,16 @@ const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
   "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
 
+/** What the page and Swagger UI's files are served as (the OpenAPI document under /docs also as YAML). */
+const DOCS_TYPES = [
+  'text/html',
+  'text/css',
+  'text/javascript',
+  'application/javascript',
+  'image/png',
+  'application/yaml',
+];
+
 /**
  * GET /docs (public): a browsable API reference, Swagger UI rendering the OpenAPI document (which links the
  * AsyncAPI document and the problem catalogue in its description). Its files are no part of the API: they are
@@ -17,7 +27,8 @@ const CSP =
  */
 export async function docsPage(app: FastifyInstance): Promise<void> {
   app.addHook('onRoute', (route) => {
-    route.config = { ...route.config, public: true };
+    // The page and its files answer with their own types: an Accept naming only those is no reason for a 406.
+    route.config = { ...route.config, public: true, produces: DOCS_TYPES };
   });
   await app.register(fastifySwaggerUi, {
     routePrefix: '/docs',

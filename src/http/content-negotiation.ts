@@ -2,13 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { HAL_MEDIA_TYPE } from './hal';
 import { ProblemError } from '../problems/problem-error';
+import { jsonBodyParser } from './json-body';
 
 /** What a request body may be sent as; JSON merge patch for PATCH only. */
 export const JSON_BODY_TYPES = ['application/json', HAL_MEDIA_TYPE];
 export const MERGE_PATCH_MEDIA_TYPE = 'application/merge-patch+json';
 const MERGE_PATCH = MERGE_PATCH_MEDIA_TYPE;
-/** What a 2xx answer can be; a client accepting any of these gets HAL JSON. */
-const PRODUCED = [HAL_MEDIA_TYPE, 'application/json', 'application/*', '*/*'];
+/** What a 2xx answer can be: a client accepting either (or a range holding them) gets HAL JSON. */
+const PRODUCED = [HAL_MEDIA_TYPE, 'application/json'];
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -30,8 +31,20 @@ export function acceptedRanges(accept: string): string[] {
   });
 }
 
+/** Whether a media range (any, `text/` with a star, `text/html`) takes the type. */
+function rangeTakes(range: string, type: string): boolean {
+  if (range === '*/*' || range === type) return true;
+  return range.endsWith('/*') && type.startsWith(range.slice(0, -1));
+}
+
 function acceptsOurs(accept: string, extra: readonly string[]): boolean {
-  return acceptedRanges(accept).some((range) => PRODUCED.includes(range) || extra.includes(range));
+  const ranges = acceptedRanges(accept);
+  return [...PRODUCED, ...extra].some((type) => ranges.some((range) => rangeTakes(range, type)));
+}
+
+/** A request that has a body: one that declares its length above zero, or is sent in chunks. */
+function hasBody(headers: { 'content-length'?: string; 'transfer-encoding'?: string }): boolean {
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
 }
 
 /**
@@ -41,10 +54,17 @@ function acceptsOurs(accept: string, extra: readonly string[]): boolean {
 export const contentNegotiationPlugin = fp(
   async (app: FastifyInstance) => {
     app.removeAllContentTypeParsers();
-    const parser = app.getDefaultJsonParser('error', 'error');
-    app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, parser);
+    app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, jsonBodyParser(app));
 
     app.addHook('onRequest', (request, _reply, done) => {
+      // Bodies are read as sent (RFC 9110 §8.4: 415 for a content coding the server does not take).
+      const coding = request.headers['content-encoding']?.trim().toLowerCase();
+      if (coding && coding !== 'identity' && hasBody(request.headers)) {
+        throw new ProblemError(
+          'unsupported-media-type',
+          `Content-Encoding ${coding} is not accepted; send the body as is.`,
+        );
+      }
       const accept = request.headers.accept;
       if (accept && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
         throw new ProblemError(

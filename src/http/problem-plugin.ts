@@ -45,6 +45,8 @@ function toProblemError(err: FastifyError | Error): ProblemError | undefined {
   if (kind) return new ProblemError(kind, PUBLIC_DETAILS[kind] ?? fe.message);
   if (err instanceof SyntaxError && fe.statusCode === 400)
     return new ProblemError('malformed-body', 'The body is not valid JSON.');
+  // A file of the docs page refused (a path with `..`, a dotfile): told as what is not there, not a 403 typed 400.
+  if (fe.statusCode === 403 || fe.statusCode === 404) return new ProblemError('not-found', 'Nothing is served here.');
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     return new ProblemError('bad-request', fe.message, { status: fe.statusCode });
   }

@@ -19,9 +19,30 @@ export function validatorFactory(): BuildCompilerFromPool {
     // Fastify calls a compiler with the route's definition; the typings name only its schema.
     const others = fastifyDefault(externalSchemas, options) as unknown as RouteCompiler;
     const byPart: RouteCompiler = (route) =>
-      route.httpPart === 'body' ? compile(route.schema as object) : others(route);
+      route.httpPart === 'body' ? compile(route.schema as object) : finiteOnly(others(route));
     return byPart as unknown as ReturnType<BuildCompilerFromPool>;
   };
+}
+
+/*
+ * Ajv coerces "1e309" or "Infinity" to Infinity for an integer, and then skips `maximum` for a number that is not
+ * finite: `?limit=1e309` listed everything. A coerced text part is flat (name → value), so its values are checked.
+ */
+function finiteOnly(validate: ValidateFunction): ValidateFunction {
+  const checked = ((data: unknown) => {
+    const valid = validate(data);
+    checked.errors = validate.errors;
+    if (!valid || typeof data !== 'object' || data === null) return valid;
+    for (const [name, value] of Object.entries(data)) {
+      if (typeof value !== 'number' || Number.isFinite(value)) continue;
+      checked.errors = [
+        { instancePath: `/${name}`, schemaPath: '#/type', keyword: 'type', params: {}, message: 'must be finite' },
+      ];
+      return false;
+    }
+    return true;
+  }) as ValidateFunction;
+  return checked;
 }
 
 /*

@@ -25,6 +25,7 @@ export const PROBLEM_TYPES = {
   'idempotency-key-in-flight': { status: 409, title: 'A request with this Idempotency-Key is in progress' },
   'payload-too-large': { status: 413, title: 'Payload too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'expectation-failed': { status: 417, title: 'Expectation failed' },
   'idempotency-key-reused': { status: 422, title: 'Idempotency-Key reused for another request' },
   'internal-error': { status: 500, title: 'Internal server error' },
   'kafka-unavailable': { status: 503, title: 'Kafka unavailable' },

@@ -165,7 +165,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     if (!m) return fail(400, `Element ${index} needs _links.self.href naming one of ${path}.`);
     const existing = store.get(decl.collection, m[1]);
     if (!existing) return fail(404, `Element ${index} names ${href}, which does not exist.`);
-    const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store);
+    const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
     if (!prepared.ok) return fail(400, `Element ${index} would make an invalid ${decl.name}.`, prepared.errors);
     return {
       index,

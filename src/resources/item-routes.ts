@@ -30,7 +30,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
     const prepared =
       errors.length > 0
         ? { ok: false as const, errors }
-        : resolveRelations(resource, request.body as Record<string, unknown>, store);
+        : resolveRelations(resource, request.body as Record<string, unknown>, store, existing.data);
     if (!prepared.ok)
       throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, {
         errors: prepared.errors,
@@ -46,7 +46,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   app.patch<IdParams>(path, { schema: schemas.patch, ...REPORTS_BODY_ERRORS }, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
     const patch = requireObjectBody(request.body);
-    const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store);
+    const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
     if (!prepared.ok)
       throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, {
         errors: prepared.errors,

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { tenantOf } from '../http/auth';
 import { acceptedRanges } from '../http/content-negotiation';
 import { HAL_MEDIA_TYPE, halResource, link } from '../http/hal';
@@ -35,7 +36,7 @@ function eventsRouteSchema(): Schema {
     description:
       'With Accept: text/event-stream, the events as Server-Sent Events (id: <partition>:<offset>, event: ' +
       "its kind, data: the record's JSON value); the stream ends after the final event. Resume with Last-Event-ID " +
-      'or ?after=. Any api instance serves any stream. Otherwise a HAL page of the events so far.',
+      'or ?after= (with both, the later one). Any api instance serves any stream. Otherwise a HAL page of the events so far.',
     params: TASK_ID_PARAMS,
     querystring: {
       type: 'object',
@@ -72,22 +73,33 @@ function wantsEventStream(request: FastifyRequest): boolean {
 /**
  * Where to resume: after `Last-Event-ID` (what EventSource sends on reconnect)
  * or `?after=`, both `<partition>:<offset>`; from the task's first event
- * otherwise. A cursor before the first event starts at the first event.
+ * otherwise. With both, the later one: an EventSource keeps its URL, `?after=`
+ * included, when it reconnects, and adds the id it saw last, so the earlier
+ * cursor would send events again. A cursor before the first event starts at
+ * the first event.
  */
 function resumeOffset(request: FastifyRequest<EventsRequest>, task: TaskSnapshot): bigint {
   const header = request.headers['last-event-id'];
-  const given = request.query.after ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
-  if (given === undefined) return BigInt(task.offset);
-  const where = request.query.after !== undefined ? '/querystring/after' : '/headers/last-event-id';
-  const cursor = parseCoordinate(given);
-  if (!cursor || cursor.partition !== task.partition) {
-    const detail = `The cursor must be an event id of this task: ${task.partition}:<offset>.`;
-    throw new ProblemError('validation-failed', detail, {
-      errors: [problem('invalid-field', `${where} must be ${task.partition}:<offset>`, { instance: where })],
-    });
+  const cursors = [
+    { given: request.query.after, where: '/querystring/after' },
+    {
+      given: typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined,
+      where: '/headers/last-event-id',
+    },
+  ];
+  let from = BigInt(task.offset);
+  for (const { given, where } of cursors) {
+    if (given === undefined) continue;
+    const cursor = parseCoordinate(given);
+    if (!cursor || cursor.partition !== task.partition) {
+      const detail = `The cursor must be an event id of this task: ${task.partition}:<offset>.`;
+      throw new ProblemError('validation-failed', detail, {
+        errors: [problem('invalid-field', `${where} must be ${task.partition}:<offset>`, { instance: where })],
+      });
+    }
+    if (cursor.offset + 1n > from) from = cursor.offset + 1n;
   }
-  const after = cursor.offset + 1n;
-  return after > BigInt(task.offset) ? after : BigInt(task.offset);
+  return from;
 }
 
 /**
@@ -112,8 +124,11 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
       const task = deps.ownTask(tenantOf(request), request.params.taskId);
       const from = resumeOffset(request, task);
       const self = `/tasks/${task.taskId}/events`;
+      // One URL, two representations: a cache must key on Accept.
+      reply.header('vary', 'Accept');
       if (wantsEventStream(request)) {
-        const stream = new TaskEventStream(deps, task, reply.raw);
+        // The stream writes its own head: the headers the conventions set (X-Request-Id, traceparent) go with it.
+        const stream = new TaskEventStream(deps, task, reply.raw, reply.getHeaders() as OutgoingHttpHeaders);
         const opened = await stream.open(from, isFinal(task.status));
         // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
         if ('nothing' in opened) return reply.code(204).send();

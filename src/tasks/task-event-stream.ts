@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { IncomingRecord, PartitionReader, PartitionReading } from '../kafka/types';
 import type { Logger } from '../logger';
 import type { TaskSnapshot } from './task-snapshot';
@@ -125,6 +125,8 @@ export class TaskEventStream {
     private readonly deps: EventStreamDeps,
     private readonly task: TaskSnapshot,
     private readonly res: ServerResponse,
+    /** headers the answer carries besides the stream's own (request id, trace, Vary) */
+    private readonly headers: OutgoingHttpHeaders = {},
   ) {
     this.done = new Promise((resolve) => {
       this.finish = resolve;
@@ -186,6 +188,7 @@ export class TaskEventStream {
       );
     }
     this.res.writeHead(200, {
+      ...this.headers,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no',

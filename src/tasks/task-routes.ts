@@ -195,8 +195,10 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
       throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', {
         errors,
       });
-    if (isFinal(task.status))
-      throw new ProblemError('task-already-finished', `The task has already ${task.status}; it cannot be cancelled.`);
+    if (isFinal(task.status)) {
+      const ended = task.status === 'cancelled' ? 'been cancelled' : task.status;
+      throw new ProblemError('task-already-finished', `The task has already ${ended}; it cannot be cancelled.`);
+    }
     await store.requestCancel(task.taskId);
     const current = store.get(task.taskId) ?? task;
     return tracking(reply, current).code(202).send(taskRepresentation(current, true));

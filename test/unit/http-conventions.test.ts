@@ -360,6 +360,26 @@ describe('methods', () => {
     expect((await call(api.app, `/orders/${id}`)).body.itemCount).toBe(2);
   });
 
+  test('a link to a deleted resource stays: updates that keep it succeed, a new link must exist', async () => {
+    const user = await call(api.app, '/users', { body: { name: 'Grace' } });
+    expect(user.status).toBe(201);
+    const id = await createOrder({ ...newOrder, author: user.body.id });
+    expect((await call(api.app, `/users/${user.body.id}`, { method: 'DELETE' })).status).toBe(204);
+    const patched = await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { status: 'shipped' } });
+    expect(patched.status).toBe(200);
+    expect(patched.body._links.author.href).toBe(`/users/${user.body.id}`);
+    const bulk = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: { order: [{ _links: { self: { href: `/orders/${id}` } }, status: 'closed' }] },
+    });
+    expect(bulk.status).toBe(200);
+    const put = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...newOrder, author: user.body.id } });
+    expect(put.status).toBe(200);
+    const moved = await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { author: 'u-nobody' } });
+    expect(moved.status).toBe(400);
+    expect(moved.body.errors[0].instance).toBe('/author');
+  });
+
   test('DELETE removes: 204, then 404, and a repeat is 404', async () => {
     const id = await createOrder();
     expect((await call(api.app, `/orders/${id}`, { method: 'DELETE' })).status).toBe(204);

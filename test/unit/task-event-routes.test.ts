@@ -122,6 +122,43 @@ describe('Server-Sent Events', () => {
     expect(done.status).toBe(204);
   });
 
+  test('with both ?after= and Last-Event-ID, the later one: a reconnecting EventSource keeps its URL', async () => {
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const all = parseSse((await call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE })).text).events;
+    const ids = (after: string | undefined, lastEventId: string | undefined) =>
+      call(api.app, `/tasks/${task.taskId}/events${after ? `?after=${after}` : ''}`, {
+        headers: { ...SSE, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+      }).then((res) => parseSse(res.text).events.map((e) => e.id));
+    const rest = (i: number) => all.slice(i + 1).map((e) => e.id);
+    expect(await ids(all[0].id, all[2].id)).toEqual(rest(2));
+    expect(await ids(all[2].id, all[0].id)).toEqual(rest(2));
+    // A bad one of the two is still a 400 naming it, whatever the other says.
+    const bad = await call(api.app, `/tasks/${task.taskId}/events?after=${all[0].id}`, {
+      headers: { ...SSE, 'last-event-id': 'soon' },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors[0].instance).toBe('/headers/last-event-id');
+  });
+
+  test("the stream's head carries the conventions' headers and Vary: Accept, as the JSON answer does", async () => {
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const headers = {
+      'x-request-id': 'req-sse-1',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    };
+    const sse = await call(api.app, `/tasks/${task.taskId}/events`, { headers: { ...SSE, ...headers } });
+    const hal = await call(api.app, `/tasks/${task.taskId}/events`, { headers });
+    for (const res of [sse, hal]) {
+      expect(res.status).toBe(200);
+      expect(res.headers['x-request-id']).toBe('req-sse-1');
+      expect(String(res.headers.traceparent)).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
+      expect(res.headers.vary).toBe('Accept');
+    }
+    expect(sse.headers['content-type']).toMatch(/^text\/event-stream/);
+  });
+
   test('a cursor of another partition, or not a coordinate, is a 400 naming where it was', async () => {
     const task = await submit();
     const header = await call(api.app, `/tasks/${task.taskId}/events`, { headers: { ...SSE, 'last-event-id': '7:1' } });

@@ -246,6 +246,12 @@ describe('cancel and forget', () => {
     const late = await call(api.app, `/tasks/${taskId}`, { method: 'PATCH', body: { status: 'cancelled' } });
     expect(late.status).toBe(409);
     expect(late.body.type).toBe(problemType('task-already-finished'));
+    expect(late.body.detail).toBe('The task has already succeeded; it cannot be cancelled.');
+    const cancelled = (await submit()).body.taskId;
+    runnerWrote(cancelled, { status: 'cancelled', finishedAt: new Date().toISOString() });
+    const again = await call(api.app, `/tasks/${cancelled}`, { method: 'PATCH', body: { status: 'cancelled' } });
+    expect(again.status).toBe(409);
+    expect(again.body.detail).toBe('The task has already been cancelled; it cannot be cancelled.');
   });
 
   test('DELETE forgets a finished task (204, then 404); a running one is 409', async () => {

@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { ProblemError } from '../problems/problem-error';
+
+/**
+ * RFC 9112 §3.2: an HTTP/1.1 request without a Host header is a 400. Node answers it itself with an empty body
+ * unless told not to (app.ts turns requireHostHeader off), so the check is here, where the answer is a Problem.
+ */
+export const hostRequiredPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addHook('onRequest', (request, _reply, done) => {
+      const { httpVersionMajor, httpVersionMinor } = request.raw;
+      if (httpVersionMajor === 1 && httpVersionMinor === 1 && !request.headers.host) {
+        throw new ProblemError('bad-request', 'An HTTP/1.1 request must carry a Host header.');
+      }
+      done();
+    });
+  },
+  { name: 'hookstream-host-required' },
+);

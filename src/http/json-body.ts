@@ -1,0 +1,75 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ProblemError } from '../problems/problem-error';
+
+/**
+ * Objects and arrays nested deeper than this are refused. Code that walks a body recursively (a merge patch, a
+ * schema, `JSON.stringify`) would otherwise run out of stack on a body a few thousand levels deep, a 500 for
+ * what is a client's mistake; no document of this API comes anywhere near it.
+ */
+export const MAX_BODY_DEPTH = 100;
+
+type Done = (err: Error | null, body?: unknown) => void;
+type JsonParser = (request: FastifyRequest, body: string, done: Done) => void;
+
+/** Whether `value` has objects or arrays more than `max` levels deep (the top level is level 1). */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: { node: unknown; depth: number }[] = [{ node: value, depth: 1 }];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const { node, depth } = next;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (typeof child === 'object' && child !== null) stack.push({ node: child, depth: depth + 1 });
+    }
+  }
+  return false;
+}
+
+/** JSON text is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as something else. */
+function declaredCharset(contentType: string | undefined): string | undefined {
+  const param = contentType
+    ?.split(';')
+    .slice(1)
+    .map((p) => p.trim().toLowerCase())
+    .find((p) => p.startsWith('charset='));
+  return param?.slice('charset='.length).replace(/^"|"$/g, '');
+}
+
+/**
+ * Fastify's JSON parser (which refuses `__proto__` and `constructor.prototype` keys), plus what it leaves out:
+ * an empty body is no body (a DELETE sent with a JSON Content-Type by habit), a charset other than UTF-8 is 415,
+ * and a body nested deeper than MAX_BODY_DEPTH is 400.
+ */
+export function jsonBodyParser(app: FastifyInstance): JsonParser {
+  const parse = app.getDefaultJsonParser('error', 'error') as JsonParser;
+  return (request, body, done) => {
+    const charset = declaredCharset(request.headers['content-type']);
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      const detail = `JSON bodies are UTF-8; charset=${charset} is not accepted.`;
+      return done(new ProblemError('unsupported-media-type', detail));
+    }
+    if (body === '') return done(null, undefined);
+    parse(request, body, (err, value) => {
+      if (err) return done(refusedKey(body) ?? err);
+      if (nestsDeeperThan(value, MAX_BODY_DEPTH)) {
+        const detail = `The body nests objects or arrays more than ${MAX_BODY_DEPTH} levels deep.`;
+        return done(new ProblemError('malformed-body', detail));
+      }
+      done(null, value);
+    });
+  };
+}
+
+/**
+ * Fastify's parser says "not valid JSON" also for a prototype-polluting key (it refuses `__proto__` and
+ * `constructor.prototype`); JSON that parses is told apart and named. Only a refused body pays for a second parse.
+ */
+function refusedKey(body: string): ProblemError | undefined {
+  try {
+    JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const detail = 'The body has a "__proto__" key, or a "constructor" holding "prototype", which this API refuses.';
+  return new ProblemError('malformed-body', detail);
+}

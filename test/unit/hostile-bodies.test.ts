@@ -1,0 +1,196 @@
+import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { MAX_BODY_DEPTH, nestsDeeperThan } from '../../src/http/json-body';
+import { problemType } from '../../src/problems/problem-types';
+import { bearer, call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+
+/*
+ * Bodies, query values and headers a careless or hostile client sends, on the api's real routes over in-memory
+ * Kafka: each gets a 4xx Problem that says what was wrong, never a 500, and one sent by habit (a JSON Content-Type
+ * on a DELETE with no body) is simply served.
+ */
+let api: InMemoryApi;
+beforeAll(async () => {
+  api = await inMemoryApi();
+});
+afterAll(() => api.app.close());
+
+const order = { orderNumber: 9, itemCount: 1, status: 'open' };
+const nested = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+
+async function createOrder(): Promise<string> {
+  const res = await call(api.app, '/orders', { body: order });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+describe('nesting', () => {
+  test('nestsDeeperThan counts objects and arrays, the top level as 1', () => {
+    expect(nestsDeeperThan({ a: [{ b: 1 }] }, 3)).toBe(false);
+    expect(nestsDeeperThan({ a: [{ b: {} }] }, 3)).toBe(true);
+    expect(nestsDeeperThan('text', 0)).toBe(false);
+    expect(nestsDeeperThan(JSON.parse(nested(100_000)), MAX_BODY_DEPTH)).toBe(true);
+  });
+
+  test('a merge patch thousands of levels deep is a 400 Problem, not a 500, and changes nothing', async () => {
+    const id = await createOrder();
+    const patch = `{"status":${nested(5000)}}`;
+    for (const url of [`/orders/${id}`, '/orders']) {
+      const res = await call(api.app, url, {
+        method: 'PATCH',
+        raw:
+          url === '/orders'
+            ? `{"order":[{"_links":{"self":{"href":"/orders/${id}"}},"status":${nested(5000)}}]}`
+            : patch,
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('malformed-body'));
+      expect(res.body.detail).toMatch(/more than 100 levels/);
+    }
+    expect((await call(api.app, `/orders/${id}`)).body.status).toBe('open');
+  });
+
+  test('MAX_BODY_DEPTH levels are read; one more is refused', async () => {
+    const json = { 'content-type': 'application/json' };
+    const ok = await call(api.app, '/orders', {
+      raw: `{"orderNumber":1,"itemCount":1,"status":"open","x":${nested(99)}}`,
+      headers: json,
+    });
+    expect(ok.body.type).toBe(problemType('validation-failed'));
+    const deep = await call(api.app, '/orders', {
+      raw: `{"orderNumber":1,"itemCount":1,"status":"open","x":${nested(100)}}`,
+      headers: json,
+    });
+    expect(deep.body.type).toBe(problemType('malformed-body'));
+  });
+});
+
+describe('query values', () => {
+  test.each(['limit=1e309', 'limit=Infinity', 'offset=1e309', 'limit=-Infinity'])(
+    '?%s is a 400 naming the parameter, not a page without limit',
+    async (query) => {
+      const res = await call(api.app, `/orders?${query}`);
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('validation-failed'));
+      expect(res.body.errors[0].instance).toBe(`/querystring/${query.split('=')[0]}`);
+    },
+  );
+
+  test('finite values still pass: ?limit=100&offset=0', async () => {
+    expect((await call(api.app, '/orders?limit=100&offset=0')).status).toBe(200);
+  });
+});
+
+describe('bodies', () => {
+  test('an empty body with a JSON Content-Type is no body: DELETE is served', async () => {
+    const id = await createOrder();
+    const res = await call(api.app, `/orders/${id}`, {
+      method: 'DELETE',
+      raw: '',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(204);
+  });
+
+  test('an empty body where one is required is a 400 naming the body', async () => {
+    const res = await call(api.app, '/orders', { raw: '', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect([problemType('validation-failed'), problemType('malformed-body')]).toContain(res.body.type);
+  });
+
+  test('a __proto__ key is refused as such, not as invalid JSON', async () => {
+    for (const raw of ['{"orderNumber":1,"__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}']) {
+      const res = await call(api.app, '/orders', { raw, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('malformed-body'));
+      expect(res.body.detail).toMatch(/__proto__/);
+    }
+  });
+
+  test('JSON in a charset other than UTF-8 is 415; UTF-8 named either way is read', async () => {
+    const latin1 = await call(api.app, '/orders', {
+      raw: JSON.stringify(order),
+      headers: { 'content-type': 'application/json; charset=iso-8859-1' },
+    });
+    expect(latin1.status).toBe(415);
+    expect(latin1.body.type).toBe(problemType('unsupported-media-type'));
+    for (const charset of ['utf-8', 'UTF-8', '"utf-8"', 'utf8']) {
+      const res = await call(api.app, '/orders', {
+        raw: JSON.stringify(order),
+        headers: { 'content-type': `application/json; charset=${charset}` },
+      });
+      expect(res.status).toBe(201);
+    }
+  });
+
+  test('a compressed body is 415, not malformed JSON; identity is a body as sent', async () => {
+    const gz = await api.app.inject({
+      method: 'POST',
+      url: '/orders',
+      headers: {
+        ...bearer(),
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      },
+      payload: gzipSync(JSON.stringify(order)),
+    });
+    expect(gz.statusCode).toBe(415);
+    expect(gz.json().type).toBe(problemType('unsupported-media-type'));
+    const identity = await call(api.app, '/orders', { body: order, headers: { 'content-encoding': 'identity' } });
+    expect(identity.status).toBe(201);
+  });
+});
+
+describe('Accept', () => {
+  test('the docs page answers an Accept that names only what it serves; the API still answers 406 to it', async () => {
+    for (const accept of ['text/html', 'text/*']) {
+      const page = await call(api.app, '/docs', { key: null, headers: { accept } });
+      expect([200, 302]).toContain(page.status);
+    }
+    const api406 = await call(api.app, '/orders', { headers: { accept: 'text/html' } });
+    expect(api406.status).toBe(406);
+    expect((await call(api.app, '/orders', { headers: { accept: 'application/*' } })).status).toBe(200);
+  });
+});
+
+describe('raw HTTP the framework would answer with an empty body', () => {
+  let port: number;
+  beforeAll(async () => {
+    port = Number(new URL(await api.app.listen({ port: 0, host: '127.0.0.1' })).port);
+  });
+
+  /** One raw request on a fresh connection; the whole answer, once the server closes it. */
+  function raw(request: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.end(request));
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
+  test('HTTP/1.1 without Host is a 400 Problem with a request id; HTTP/1.0 needs none', async () => {
+    const missing = await raw('GET / HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(missing).toMatch(/^HTTP\/1\.1 400 /);
+    expect(missing).toMatch(/content-type: application\/problem\+json/i);
+    expect(missing).toMatch(/x-request-id: /i);
+    expect(missing).toContain('must carry a Host header');
+    expect(await raw('GET / HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.[01] 200 /);
+  });
+
+  test("a path out of the docs page's files is a 404 Problem, not a 403 typed as a 400", async () => {
+    const answer = await raw('GET /docs/static/../../package.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 404 /);
+    expect(answer).toContain(problemType('not-found'));
+  });
+
+  test('an Expect other than 100-continue is a 417 Problem naming the path', async () => {
+    const answer = await raw('GET /orders?limit=1 HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 417 /);
+    expect(answer).toMatch(/content-type: application\/problem\+json/i);
+    expect(answer).toContain(problemType('expectation-failed'));
+    expect(answer).toContain('"instance":"/orders"');
+  });
+});
