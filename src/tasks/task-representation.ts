@@ -1,5 +1,6 @@
 import { halResource, link, type EmbedResolver, type HalResource, type Links } from '../http/hal';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
+import { expiresAt } from './task-store';
 
 const MESSAGES: Record<TaskSnapshot['status'], string> = {
   accepted: 'The task is accepted and waits for a runner.',
@@ -12,16 +13,22 @@ const MESSAGES: Record<TaskSnapshot['status'], string> = {
 const SECRET_NOTE =
   ' Keep _embedded.subscription.secret: it signs the callbacks (Standard Webhooks) ' + 'and is shown only now.';
 
+export interface TaskRepresentationOptions {
+  cancelRequested?: boolean;
+  subscriptionOf?: (id: string) => HalResource | undefined;
+  /** the subscription this very request made, with its secret: embedded by default */
+  created?: HalResource;
+  /** when a finished task is forgotten (TASK_RETENTION_MS): it says so in `expiresAt` */
+  retentionMs?: number;
+}
+
 /**
  * The task-tracking resource: where the task's events are, and its state; its subscription embeds on
- * request. `created` is the subscription this very request made, with its secret: embedded by default.
+ * request. A finished one says until when it can be read (`expiresAt`), as a client must fetch its result by then.
  */
-export function taskRepresentation(
-  t: TaskSnapshot,
-  cancelRequested = false,
-  subscriptionOf?: (id: string) => HalResource | undefined,
-  created?: HalResource,
-): HalResource {
+export function taskRepresentation(t: TaskSnapshot, options: TaskRepresentationOptions = {}): HalResource {
+  const { cancelRequested = false, subscriptionOf, created, retentionMs } = options;
+  const expires = retentionMs === undefined ? undefined : expiresAt(t, retentionMs);
   const embeddable: Record<string, EmbedResolver> = {};
   if (created) embeddable.subscription = () => created;
   else if (t.subscription && subscriptionOf) embeddable.subscription = () => subscriptionOf(t.subscription as string);
@@ -50,6 +57,7 @@ export function taskRepresentation(
       createdAt: t.createdAt,
       ...(t.startedAt ? { startedAt: t.startedAt } : {}),
       ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
+      ...(expires !== undefined ? { expiresAt: new Date(expires).toISOString() } : {}),
       updatedAt: t.updatedAt,
     },
     links,

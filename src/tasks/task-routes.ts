@@ -94,7 +94,12 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   const { store, registry } = deps;
   const schemas = taskRouteSchemas(registry.names());
   app.addSchema(taskSchema);
-  const represent = (t: TaskSnapshot) => taskRepresentation(t, store.cancelRequested(t.taskId), deps.subscriptionOf);
+  const represent = (t: TaskSnapshot) =>
+    taskRepresentation(t, {
+      cancelRequested: store.cancelRequested(t.taskId),
+      subscriptionOf: deps.subscriptionOf,
+      retentionMs: store.retentionMs,
+    });
 
   /** A tenant never sees another tenant's tasks: they are simply not found. */
   function ownTask(tenant: string, taskId: string): TaskSnapshot {
@@ -160,7 +165,12 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
       },
     });
     const task = (await waitAsPreferred(app, request, reply, store, accepted.task)) ?? accepted.task;
-    const rep = taskRepresentation(task, store.cancelRequested(task.taskId), deps.subscriptionOf, accepted.created);
+    const rep = taskRepresentation(task, {
+      cancelRequested: store.cancelRequested(task.taskId),
+      subscriptionOf: deps.subscriptionOf,
+      created: accepted.created,
+      retentionMs: store.retentionMs,
+    });
     return tracking(reply, task).code(202).header('location', `/tasks/${task.taskId}`).send(rep);
   });
 
@@ -201,7 +211,9 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     }
     await store.requestCancel(task.taskId);
     const current = store.get(task.taskId) ?? task;
-    return tracking(reply, current).code(202).send(taskRepresentation(current, true));
+    return tracking(reply, current)
+      .code(202)
+      .send(taskRepresentation(current, { cancelRequested: true, retentionMs: store.retentionMs }));
   });
 
   // Forgetting is for finished tasks; a running one is cancelled first (PATCH). A repeat is 404: it is gone.

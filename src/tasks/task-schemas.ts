@@ -67,6 +67,7 @@ export const taskSchema = halSchema({
     createdAt: dateTime(),
     startedAt: dateTime(),
     finishedAt: dateTime(),
+    expiresAt: dateTime('when a finished task is forgotten (finishedAt + TASK_RETENTION_MS): 404 after it'),
     updatedAt: dateTime(),
   },
   links: { self: 'one', collection: 'one', subscription: 'one' },

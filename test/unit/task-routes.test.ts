@@ -228,6 +228,18 @@ describe('tracking', () => {
   });
 });
 
+describe('retention in the representation', () => {
+  test('a finished task says when it is forgotten (finishedAt + TASK_RETENTION_MS); one not finished does not', async () => {
+    const { taskId } = (await submit()).body;
+    expect((await call(api.app, `/tasks/${taskId}`)).body.expiresAt).toBeUndefined();
+    const finishedAt = new Date(Date.now() - 60000).toISOString();
+    runnerWrote(taskId, { ...finished(), finishedAt });
+    const done = await call(api.app, `/tasks/${taskId}`);
+    expect(done.body.finishedAt).toBe(finishedAt);
+    expect(done.body.expiresAt).toBe(new Date(Date.parse(finishedAt) + 3600000).toISOString());
+  });
+});
+
 describe('cancel and forget', () => {
   test('PATCH {"status":"cancelled"} is 202 and writes the cancel request under its own key', async () => {
     const { taskId } = (await submit()).body;
