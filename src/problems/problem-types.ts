@@ -27,6 +27,7 @@ export const PROBLEM_TYPES = {
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'expectation-failed': { status: 417, title: 'Expectation failed' },
   'idempotency-key-reused': { status: 422, title: 'Idempotency-Key reused for another request' },
+  'headers-too-large': { status: 431, title: 'Request header fields too large' },
   'internal-error': { status: 500, title: 'Internal server error' },
   'kafka-unavailable': { status: 503, title: 'Kafka unavailable' },
   'not-ready': { status: 503, title: 'Not ready' },

@@ -186,6 +186,19 @@ describe('raw HTTP the framework would answer with an empty body', () => {
     expect(answer).toContain(problemType('not-found'));
   });
 
+  test('a URL past the header limit is a 431 Problem; an unparsable request a 400; both with a logref', async () => {
+    const long = await raw(`GET /orders?x=${'a'.repeat(100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(long).toMatch(/^HTTP\/1\.1 431 /);
+    expect(long).toContain(problemType('headers-too-large'));
+    const garbled = await raw('GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
+    expect(garbled).toMatch(/^HTTP\/1\.1 400 /);
+    for (const answer of [long, garbled]) {
+      const id = /x-request-id: (\S+)/i.exec(answer)?.[1];
+      expect(id).toBeDefined();
+      expect(answer).toContain(`"logref":"${id}"`);
+    }
+  });
+
   test('an Expect other than 100-continue is a 417 Problem naming the path', async () => {
     const answer = await raw('GET /orders?limit=1 HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 417 /);
