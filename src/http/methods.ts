@@ -7,10 +7,11 @@ interface PathMethods {
   methods: Set<string>;
 }
 
+/** A route's path as a pattern: `:param` is one segment, a `*` segment (the docs page's files) the rest. */
 function patternOf(url: string): RegExp {
   const escaped = url
     .split('/')
-    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg === '*' ? '.*' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
     .join('/');
   return new RegExp(`^${escaped}/?$`);
 }

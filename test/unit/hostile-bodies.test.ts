@@ -142,6 +142,18 @@ describe('bodies', () => {
   });
 });
 
+describe('methods on the docs page files', () => {
+  test('a method the files do not take is 405 with Allow, as on every other path', async () => {
+    for (const method of ['PUT', 'DELETE'] as const) {
+      const res = await call(api.app, '/docs/static/swagger-ui.css', { method, key: null });
+      expect(res.status).toBe(405);
+      expect(String(res.headers.allow)).toMatch(/GET/);
+    }
+    const options = await call(api.app, '/docs/static/swagger-ui.css', { method: 'OPTIONS', key: null });
+    expect(options.status).toBe(204);
+  });
+});
+
 describe('Accept', () => {
   test('the docs page answers an Accept that names only what it serves; the API still answers 406 to it', async () => {
     for (const accept of ['text/html', 'text/*']) {
