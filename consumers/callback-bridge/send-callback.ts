@@ -20,11 +20,15 @@ export type CallbackResult =
   | { outcome: 'delivered' | 'refused' | 'gone'; statusCode: number; latencyMs: number }
   | { outcome: 'failed'; statusCode?: number; latencyMs: number; error: string; retryAfterMs?: number };
 
-/** Retry-After as seconds or an HTTP date. */
+/**
+ * Retry-After as seconds or an HTTP date; anything else is no Retry-After, and the backoff stands. Each HTTP date
+ * form begins with its day's name: V8's Date.parse also reads "1.5" or "-1" as dates (in 2001), which made the wait 0.
+ */
 export function retryAfterMs(header: string | string[] | undefined, now = Date.now()): number | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
   if (!value) return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  if (!/^[a-z]{3}/i.test(value)) return undefined;
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }

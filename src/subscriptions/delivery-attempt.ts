@@ -51,10 +51,22 @@ export class DeliveryHistory {
     return this.bySubscription.get(subscriptionId) ?? [];
   }
 
+  /**
+   * Kept in the order they happened (time, then attempt number). Attempts are keyed one by one, so a
+   * subscription's land on different partitions of the deliveries topic, and the view hands them over in
+   * whatever order its partitions are read: #2 before #1 was common. Most come in order, so the place is
+   * found from the end.
+   */
   private add(a: DeliveryAttempt): void {
     const list = this.bySubscription.get(a.subscriptionId) ?? [];
-    list.push(a);
+    let i = list.length;
+    while (i > 0 && before(a, list[i - 1])) i -= 1;
+    list.splice(i, 0, a);
     if (list.length > KEEP) list.splice(0, list.length - KEEP);
     this.bySubscription.set(a.subscriptionId, list);
   }
+}
+
+function before(a: DeliveryAttempt, b: DeliveryAttempt): boolean {
+  return a.at < b.at || (a.at === b.at && a.attempt < b.attempt);
 }

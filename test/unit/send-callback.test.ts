@@ -13,6 +13,10 @@ describe('retry timing', () => {
     expect(retryAfterMs('Sat, 21 Nov 2026 10:00:30 GMT', now)).toBe(30000);
     expect(retryAfterMs('Sat, 21 Nov 2026 09:00:00 GMT', now)).toBe(0);
     expect(retryAfterMs('soon', now)).toBeUndefined();
+    // An obsolete date form RFC 9110 still asks a recipient to read (rfc850).
+    expect(retryAfterMs('Saturday, 21-Nov-26 10:00:30 GMT', now)).toBe(30000);
+    // Neither seconds nor a date: no Retry-After, so the backoff stands (Date.parse reads these as dates in 2001).
+    for (const odd of ['1.5', '-1', '0x10', '1e3', '+5']) expect(retryAfterMs(odd, now)).toBeUndefined();
     expect(retryAfterMs(undefined, now)).toBeUndefined();
   });
 
