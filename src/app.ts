@@ -64,7 +64,7 @@ const CLIENT_ERRORS: Record<string, { kind: ProblemKind; status: string; detail:
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: Logger): void {
   const logref = randomUUID();
-  logger.debug({ err, reqId: logref }, 'client error');
+  logger.info({ err, reqId: logref }, 'client error');
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
@@ -87,8 +87,9 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: L
  * Node answers an `Expect` it does not know (anything but 100-continue) with an empty 417 unless the server
  * listens for it; the answer is then a Problem. The body is not read, so the connection closes after it.
  */
-function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
+function answerExpectation(req: IncomingMessage, res: ServerResponse, logger: Logger): void {
   const id = requestIdOf(req);
+  logger.info({ reqId: id, expect: req.headers.expect }, 'unsupported Expect');
   const detail = `Expect: ${JSON.stringify(req.headers.expect ?? '')} is not supported; only 100-continue is.`;
   const body = JSON.stringify(
     problem('expectation-failed', detail, { instance: (req.url ?? '/').split('?')[0], logref: id }),
@@ -145,7 +146,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
-  app.server.on('checkExpectation', answerExpectation);
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
+    answerExpectation(req, res, deps.logger),
+  );
   await app.register(requestIdPlugin);
   // Before any route: every route's schema gets the conventions' parts, and is documented.
   await app.register(openApiPlugin);

@@ -20,16 +20,22 @@ export type CallbackResult =
   | { outcome: 'delivered' | 'refused' | 'gone'; statusCode: number; latencyMs: number }
   | { outcome: 'failed'; statusCode?: number; latencyMs: number; error: string; retryAfterMs?: number };
 
+/** RFC 9110 §5.6.7's three HTTP-date forms: IMF-fixdate, rfc850 and asctime (which is GMT too, but says no zone). */
+const IMF_FIXDATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+const RFC850_DATE = /^[A-Z][a-z]+, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT$/;
+const ASCTIME_DATE = /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/;
+
 /**
- * Retry-After as seconds or an HTTP date; anything else is no Retry-After, and the backoff stands. Each HTTP date
- * form begins with its day's name: V8's Date.parse also reads "1.5" or "-1" as dates (in 2001), which made the wait 0.
+ * Retry-After as seconds or an HTTP date; anything else is no Retry-After, and the backoff stands. Only the
+ * RFC's forms are parsed: V8's Date.parse reads "1.5", "-1" or "foo 1" as dates in 2001, which made the wait 0.
  */
 export function retryAfterMs(header: string | string[] | undefined, now = Date.now()): number | undefined {
   const value = (Array.isArray(header) ? header[0] : header)?.trim();
   if (!value) return undefined;
   if (/^\d+$/.test(value)) return Number(value) * 1000;
-  if (!/^[a-z]{3}/i.test(value)) return undefined;
-  const at = Date.parse(value);
+  let at = Number.NaN;
+  if (IMF_FIXDATE.test(value) || RFC850_DATE.test(value)) at = Date.parse(value);
+  else if (ASCTIME_DATE.test(value)) at = Date.parse(`${value} GMT`);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 

@@ -18,6 +18,8 @@ const DOCS_TYPES = [
   'application/javascript',
   'image/png',
   'application/yaml',
+  'application/x-yaml',
+  'text/yaml',
 ];
 
 /**

@@ -10,7 +10,8 @@ export const hostRequiredPlugin = fp(
   async (app: FastifyInstance) => {
     app.addHook('onRequest', (request, _reply, done) => {
       const { httpVersionMajor, httpVersionMinor } = request.raw;
-      if (httpVersionMajor === 1 && httpVersionMinor === 1 && !request.headers.host) {
+      // An empty Host is allowed (RFC 9112 §3.2: a target with no authority); only a missing one is refused.
+      if (httpVersionMajor === 1 && httpVersionMinor === 1 && request.headers.host === undefined) {
         throw new ProblemError('bad-request', 'An HTTP/1.1 request must carry a Host header.');
       }
       done();

@@ -8,6 +8,9 @@ import { ProblemError } from '../problems/problem-error';
  */
 export const MAX_BODY_DEPTH = 100;
 
+/** Labels whose bytes for JSON are UTF-8's. */
+const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
+
 type Done = (err: Error | null, body?: unknown) => void;
 type JsonParser = (request: FastifyRequest, body: string, done: Done) => void;
 
@@ -37,15 +40,17 @@ function declaredCharset(contentType: string | undefined): string | undefined {
 
 /**
  * Fastify's JSON parser (which refuses `__proto__` and `constructor.prototype` keys), plus what it leaves out:
- * an empty body is no body (a DELETE sent with a JSON Content-Type by habit), a charset other than UTF-8 is 415,
- * and a body nested deeper than MAX_BODY_DEPTH is 400.
+ * an empty body is no body (a DELETE sent with a JSON Content-Type by habit), text in a charset other than UTF-8
+ * is 415, and a body nested deeper than MAX_BODY_DEPTH is 400.
  */
 export function jsonBodyParser(app: FastifyInstance): JsonParser {
   const parse = app.getDefaultJsonParser('error', 'error') as JsonParser;
   return (request, body, done) => {
+    // RFC 8259 §11: the parameter has no effect on JSON, so a label is refused only where it would: ASCII reads the
+    // same in every charset that clients put there, but a body that declares Latin-1 and holds "é" does not.
     const charset = declaredCharset(request.headers['content-type']);
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      const detail = `JSON bodies are UTF-8; charset=${charset} is not accepted.`;
+    if (charset !== undefined && !UTF8_COMPATIBLE.has(charset) && /[\u0080-\uffff]/.test(body)) {
+      const detail = `JSON bodies are UTF-8; this one declares charset=${charset} and holds other than ASCII.`;
       return done(new ProblemError('unsupported-media-type', detail));
     }
     if (body === '') return done(null, undefined);

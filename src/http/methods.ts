@@ -45,7 +45,10 @@ export const methodsPlugin = fp(
     app.setNotFoundHandler(async (request, reply) => {
       const path = request.url.split('?')[0];
       const allow = allowed(path);
-      if (!allow) throw new ProblemError('not-found', `No resource at ${path}.`);
+      // A method the path takes, routed here anyway: what it names is not there (a docs file that does not exist).
+      if (!allow || (request.method !== 'OPTIONS' && allow.includes(request.method))) {
+        throw new ProblemError('not-found', `No resource at ${path}.`);
+      }
       reply.header('allow', allow.join(', '));
       if (request.method === 'OPTIONS') return reply.code(204).send();
       throw new ProblemError(

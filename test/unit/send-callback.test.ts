@@ -13,10 +13,12 @@ describe('retry timing', () => {
     expect(retryAfterMs('Sat, 21 Nov 2026 10:00:30 GMT', now)).toBe(30000);
     expect(retryAfterMs('Sat, 21 Nov 2026 09:00:00 GMT', now)).toBe(0);
     expect(retryAfterMs('soon', now)).toBeUndefined();
-    // An obsolete date form RFC 9110 still asks a recipient to read (rfc850).
+    // The two obsolete forms RFC 9110 still asks a recipient to read; asctime names no zone and is GMT.
     expect(retryAfterMs('Saturday, 21-Nov-26 10:00:30 GMT', now)).toBe(30000);
+    expect(retryAfterMs('Sat Nov 21 10:00:30 2026', now)).toBe(30000);
     // Neither seconds nor a date: no Retry-After, so the backoff stands (Date.parse reads these as dates in 2001).
-    for (const odd of ['1.5', '-1', '0x10', '1e3', '+5']) expect(retryAfterMs(odd, now)).toBeUndefined();
+    for (const odd of ['1.5', '-1', '0x10', '1e3', '+5', 'foo 1', 'now 5', 'abc-1', 'Sun 1'])
+      expect(retryAfterMs(odd, now)).toBeUndefined();
     expect(retryAfterMs(undefined, now)).toBeUndefined();
   });
 
