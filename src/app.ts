@@ -63,13 +63,15 @@ const CLIENT_ERRORS: Record<string, { kind: ProblemKind; status: string; detail:
  * request id yet, so one is made for its `logref`, and logged with the error.
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: Logger): void {
-  const logref = randomUUID();
-  logger.info({ err, reqId: logref }, 'client error');
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    // A client that went away is routine, and nobody is told a logref: not worth an info line.
+    logger.debug({ err }, 'client error');
     socket.destroy();
     return;
   }
+  const logref = randomUUID();
+  logger.info({ err, reqId: logref }, 'client error');
   const known = CLIENT_ERRORS[err.code ?? ''] ?? {
     kind: 'bad-request',
     status: '400 Bad Request',

@@ -30,8 +30,10 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
 
 /** JSON text is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as something else. */
 function declaredCharset(contentType: string | undefined): string | undefined {
+  // Most bodies name no charset: no splitting on the path of every write.
+  if (!contentType || !/charset/i.test(contentType)) return undefined;
   const param = contentType
-    ?.split(';')
+    .split(';')
     .slice(1)
     .map((p) => p.trim().toLowerCase())
     .find((p) => p.startsWith('charset='));
