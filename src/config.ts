@@ -26,6 +26,8 @@ export interface CallbackConfig {
   backoffBaseMs: number;
   backoffMaxMs: number;
   concurrency: number;
+  /** callbacks one subscription's lane holds in memory; the rest are read again from Kafka (at most concurrency) */
+  laneBuffer: number;
 }
 
 /** Bounds on what one HTTP client can hold: slow headers and bodies, idle sockets, connections. */
@@ -254,6 +256,7 @@ function parsePublicUrl(r: Reader): string | undefined {
 export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
   const r = new Reader(env);
   const kafkaTimeoutMs = r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000);
+  const concurrency = r.int('CALLBACK_CONCURRENCY', 10000, 1, 1000000);
   const config: Config = {
     port: r.int('PORT', 3000, 0, 65535),
     host: r.string('HOST', '0.0.0.0'),
@@ -277,7 +280,8 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
       maxAttempts: r.int('CALLBACK_MAX_ATTEMPTS', 8, 1, 100),
       backoffBaseMs: r.int('CALLBACK_BACKOFF_BASE_MS', 1000, 1, 3600000),
       backoffMaxMs: r.int('CALLBACK_BACKOFF_MAX_MS', 300000, 1, 86400000),
-      concurrency: r.int('CALLBACK_CONCURRENCY', 10000, 1, 1000000),
+      concurrency,
+      laneBuffer: r.int('CALLBACK_LANE_BUFFER', Math.min(100, concurrency), 1, concurrency),
     },
     http: parseHttpLimits(r, kafkaTimeoutMs),
     taskRetentionMs: r.int('TASK_RETENTION_MS', 7 * 24 * 3600000, 1000, 3650 * 24 * 3600000),
@@ -310,6 +314,7 @@ export const CONFIG_VARIABLES = [
   'CALLBACK_BACKOFF_BASE_MS',
   'CALLBACK_BACKOFF_MAX_MS',
   'CALLBACK_CONCURRENCY',
+  'CALLBACK_LANE_BUFFER',
   'HTTP_REQUEST_TIMEOUT_MS',
   'HTTP_HEADERS_TIMEOUT_MS',
   'HTTP_KEEP_ALIVE_TIMEOUT_MS',

@@ -8,6 +8,7 @@ export const callbackBridgeRole: ConsumerRole = {
   async start({ kafka, config, logger, publicUrl, metrics, tracer }) {
     return startCallbackBridge({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
+      reader: kafka.partitionReader,
       publisher: kafka.publisher,
       logger,
       topics: kafka.topics,

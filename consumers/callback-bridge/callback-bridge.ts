@@ -1,11 +1,19 @@
-import type { ConsumerHandle, GroupConsumerOptions, IncomingRecord, Publisher } from '../../src/kafka/types';
+import type {
+  CommitHold,
+  ConsumerHandle,
+  GroupConsumerOptions,
+  IncomingRecord,
+  PartitionReader,
+  Publisher,
+} from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Logger } from '../../src/logger';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
-import { DeliveryLane, type CallbackParts, type LaneDeps } from './delivery-lanes';
+import { DeliveryLane, LaneStopped, type CallbackParts, type LaneDeps, type LaneJob } from './delivery-lanes';
+import { LaneBacklog, type BacklogDeps } from './lane-backlog';
 import { AttemptRecorder } from './attempt-recorder';
 import { createCallbackAgent } from './send-callback';
 
@@ -15,8 +23,12 @@ import { createCallbackAgent } from './send-callback';
  */
 const HISTORY_LINGER_MS = 50;
 
+type HoldCommit = (offset: bigint) => CommitHold;
+
 export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
+  /** where lane backlogs are read again from (lane-backlog.ts) */
+  reader: PartitionReader;
   publisher: Publisher;
   topics: LaneDeps['topics'] & { taskEvents: string; domainEvents: string };
   groupId: string;
@@ -27,15 +39,29 @@ export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> 
   publicUrl?: () => string;
 }
 
+/** One partition as this member offers it to the lanes, for as long as it owns it (one hand-back signal). */
+interface PartitionOffers {
+  topic: string;
+  partition: number;
+  signal: AbortSignal;
+  /** the next offset to offer: every record below it has been offered to its lanes, or passed to their backlogs */
+  next: bigint;
+  /** per subscription: its events of this partition that its lane had no room for */
+  backlogs: Map<string, LaneBacklog>;
+}
+
 /**
  * Turns each event into callbacks for the subscriptions that want it. Events of one partition enter their lanes in
  * offset order (admitted one after another per partition), which is what keeps one subscription's callbacks in
- * order; only the deliveries of different lanes run side by side.
+ * order; only the deliveries of different lanes run side by side. A lane holds a bounded number of callbacks in
+ * memory; what it has no room for is read again from Kafka later (LaneBacklog), so one dead or slow endpoint never
+ * holds the events of the others.
  */
 export class CallbackBridge {
   private readonly lanes = new Map<string, DeliveryLane>();
   /** per topic-partition: admission in offset order */
   private readonly admission = new KeyedSerial();
+  private readonly partitions = new Map<string, PartitionOffers>();
   private readonly laneDeps: LaneDeps;
 
   constructor(
@@ -46,41 +72,147 @@ export class CallbackBridge {
     this.laneDeps = { ...deps, agent, logger, history: new AttemptRecorder(deps.publisher, HISTORY_LINGER_MS) };
   }
 
-  /** Resolves once every callback of the event is done (delivered, refused, gone or dead-lettered). */
-  async onEvent(record: IncomingRecord, signal: AbortSignal): Promise<void> {
+  /**
+   * Resolves once every callback of the event is done (delivered, refused, gone or dead-lettered), or passed to a
+   * backlog that holds the partition's commit until it is.
+   */
+  async onEvent(record: IncomingRecord, signal: AbortSignal, holdCommit: HoldCommit): Promise<void> {
     const partition = `${record.topic}\u0000${record.partition}`;
-    const deliveries = await this.admission.run(partition, () => this.admit(record, signal));
+    const deliveries = await this.admission.run(partition, () => this.admit(record, signal, holdCommit));
     await Promise.all(deliveries);
   }
 
   /** Enqueues the event's callbacks in their lanes; each promise is one callback's delivery. */
-  async admit(record: IncomingRecord, signal: AbortSignal): Promise<Promise<void>[]> {
+  async admit(record: IncomingRecord, signal: AbortSignal, holdCommit: HoldCommit): Promise<Promise<unknown>[]> {
     const e = parseEvent(record, this.deps.topics.taskEvents);
     if (!e) {
       const at = { topic: record.topic, partition: record.partition, offset: record.offset };
       this.logger.warn(at, 'an event that is not JSON with a type matches nothing');
-      return [];
     }
     if (signal.aborted) return [];
+    if (!e) {
+      this.offered(record, signal, []);
+      return [];
+    }
     const receivedAt = record.receivedAt ?? Date.now();
     // Most events of a busy partition arrive after the view's last sync began: matched at once, without a promise.
     const view = this.deps.subscriptions.view;
     const subscriptions =
       (view.syncedAt > receivedAt ? this.wanting(e) : await this.matching(e, receivedAt, signal)) ?? [];
-    const base = this.deps.publicUrl?.() ?? '';
-    return subscriptions.map((sub) => {
-      // One shape for every callback (absent parts undefined, which JSON leaves out): spreads of optional parts
-      // gave each event's object a shape of its own, and every copy of it a slow path.
-      const parts: CallbackParts = {
-        subscriptionId: sub.id,
-        webhookId: webhookId(sub.id, e.id),
-        event: e.kind,
-        taskId: e.taskId || undefined,
-        body: callbackBody(sub, e, base),
-        traceparent: record.headers.traceparent || undefined,
-      };
-      return this.lane(sub.id).enqueue(parts, signal);
+    const offset = BigInt(record.offset);
+    const deliveries = this.offered(record, signal, subscriptions, (sub, offers) => {
+      const backlog = offers.backlogs.get(sub.id);
+      if (backlog && !backlog.takes(offset)) return undefined; // the backlog has read it, or will
+      const lane = this.lane(sub.id);
+      if (!lane.hasRoom()) {
+        if (backlog) backlog.detachFrom(offset, holdCommit);
+        else offers.backlogs.set(sub.id, this.backlog(sub.id, offers, offset, holdCommit));
+        lane.wantRoom();
+        return undefined;
+      }
+      const origin = { partition: `${record.topic}\u0000${record.partition}`, offset, holdCommit };
+      return lane.enqueue(this.callbackParts(sub, e, record), signal, origin);
     });
+    return deliveries;
+  }
+
+  /**
+   * Offers the record to each subscription's lane (or its backlog), then marks it offered: backlogs whose reading
+   * has caught up give the partition back.
+   */
+  private offered(
+    record: IncomingRecord,
+    signal: AbortSignal,
+    subscriptions: Subscription[],
+    offer?: (sub: Subscription, offers: PartitionOffers) => Promise<unknown> | undefined,
+  ): Promise<unknown>[] {
+    const offers = this.offersOf(record, signal);
+    const deliveries: Promise<unknown>[] = [];
+    for (const sub of subscriptions) {
+      const delivery = offer?.(sub, offers);
+      if (delivery) deliveries.push(delivery);
+    }
+    offers.next = BigInt(record.offset) + 1n;
+    for (const backlog of offers.backlogs.values()) backlog.offered(offers.next);
+    return deliveries;
+  }
+
+  /** One shape for every callback (absent parts undefined, which JSON leaves out): optional spreads made many. */
+  private callbackParts(sub: Subscription, e: BridgeEvent, record: IncomingRecord): CallbackParts {
+    return {
+      subscriptionId: sub.id,
+      webhookId: webhookId(sub.id, e.id),
+      event: e.kind,
+      taskId: e.taskId || undefined,
+      body: callbackBody(sub, e, this.deps.publicUrl?.() ?? ''),
+      traceparent: record.headers.traceparent || undefined,
+    };
+  }
+
+  /** The partition's offers under this hand-back signal: a partition owned again starts afresh. */
+  private offersOf(record: IncomingRecord, signal: AbortSignal): PartitionOffers {
+    const key = `${record.topic}\u0000${record.partition}`;
+    let offers = this.partitions.get(key);
+    if (offers?.signal !== signal) {
+      const { topic, partition } = record;
+      const fresh: PartitionOffers = { topic, partition, signal, next: BigInt(record.offset), backlogs: new Map() };
+      this.partitions.set(key, (offers = fresh));
+      signal.addEventListener(
+        'abort',
+        () => {
+          if (this.partitions.get(key) === fresh) this.partitions.delete(key);
+        },
+        { once: true },
+      );
+    }
+    return offers;
+  }
+
+  private backlog(subscriptionId: string, offers: PartitionOffers, from: bigint, holdCommit: HoldCommit): LaneBacklog {
+    const deps: BacklogDeps = {
+      reader: this.deps.reader,
+      logger: this.logger,
+      kafkaTimeoutMs: this.deps.kafkaTimeoutMs,
+      lane: () => this.lane(subscriptionId),
+      callbackFor: (r) => {
+        const sub = this.deps.subscriptions.get(subscriptionId);
+        if (!sub || sub.status !== 'active') return 'ended';
+        const e = parseEvent(r, this.deps.topics.taskEvents);
+        return e && wants(sub, e) ? this.callbackParts(sub, e, r) : undefined;
+      },
+      offeredUpTo: () => offers.next,
+      forget: (b) => {
+        if (offers.backlogs.get(subscriptionId) === b) offers.backlogs.delete(subscriptionId);
+      },
+    };
+    const { topic, partition, signal } = offers;
+    return new LaneBacklog(topic, partition, subscriptionId, signal, deps, from, holdCommit);
+  }
+
+  /** The lane let go of callbacks queued behind its failing head: each partition's are read again from the first. */
+  private evicted(subscriptionId: string, jobs: LaneJob[]): void {
+    // Per partition, the first one let go: the backlog reads again from there (a lane keeps each partition's order).
+    const first = new Map<string, LaneJob>();
+    for (const job of jobs) if (job.origin && !first.has(job.origin.partition)) first.set(job.origin.partition, job);
+    for (const { origin, signal } of first.values()) {
+      const offers = origin && this.partitions.get(origin.partition);
+      // A handed-back partition's callbacks are the next owner's: nothing to read again here.
+      if (!origin || !offers || offers.signal !== signal || signal.aborted) continue;
+      const backlog = offers.backlogs.get(subscriptionId);
+      if ('backlog' in origin) origin.backlog.rewind(origin.offset);
+      else if (backlog) backlog.detachFrom(origin.offset, origin.holdCommit);
+      else offers.backlogs.set(subscriptionId, this.backlog(subscriptionId, offers, origin.offset, origin.holdCommit));
+    }
+    for (const job of jobs) {
+      if (job.signal.aborted) job.reject(new LaneStopped());
+      else job.resolve('evicted');
+    }
+    this.lane(subscriptionId).wantRoom();
+  }
+
+  /** The subscription's lane has room again: its backlogs read on. */
+  private roomIn(subscriptionId: string): void {
+    for (const offers of this.partitions.values()) offers.backlogs.get(subscriptionId)?.resume();
   }
 
   private wanting(e: BridgeEvent): Subscription[] {
@@ -112,8 +244,12 @@ export class CallbackBridge {
   private lane(subscriptionId: string): DeliveryLane {
     let lane = this.lanes.get(subscriptionId);
     if (!lane) {
-      const created = new DeliveryLane(subscriptionId, this.laneDeps, () => {
-        if (created.idle) this.lanes.delete(subscriptionId);
+      const created = new DeliveryLane(subscriptionId, this.laneDeps, {
+        onIdle: () => {
+          if (created.idle) this.lanes.delete(subscriptionId);
+        },
+        onRoom: () => this.roomIn(subscriptionId),
+        onEvicted: (jobs) => this.evicted(subscriptionId, jobs),
       });
       this.lanes.set(subscriptionId, (lane = created));
     }
@@ -134,7 +270,7 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
     groupId: deps.groupId,
     topics: [deps.topics.taskEvents, deps.topics.domainEvents],
     maxInFlight: deps.concurrency,
-    handle: (record, signal) => bridge.onEvent(record, signal),
+    handle: (record, signal, holdCommit) => bridge.onEvent(record, signal, holdCommit),
   });
   return {
     async stop() {

@@ -1,5 +1,5 @@
 import type { Agent } from 'undici';
-import type { OutgoingRecord, Publisher } from '../../src/kafka/types';
+import type { CommitHold, OutgoingRecord, Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
@@ -24,7 +24,14 @@ export interface LaneDeps {
   agent: Agent;
   logger: Logger;
   topics: { deliveries: string; callbackDeadLetters: string };
-  callbacks: { timeoutMs: number; maxAttempts: number; backoffBaseMs: number; backoffMaxMs: number };
+  callbacks: {
+    timeoutMs: number;
+    maxAttempts: number;
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+    /** callbacks one lane holds in memory while its head is not failing (CALLBACK_LANE_BUFFER) */
+    laneBuffer: number;
+  };
   kafkaTimeoutMs: number;
   metrics?: Pick<ServiceMetrics, 'callbackAttempt'>;
   tracer?: Tracer;
@@ -38,12 +45,34 @@ export class LaneStopped extends Error {
   }
 }
 
-interface Job {
+/**
+ * Where a callback's event came from, for a lane that lets the callback go (onEvicted): read again from Kafka by a
+ * backlog (lane-backlog.ts), or offered by the group consumer, whose record can hold the partition's commit.
+ */
+export type JobOrigin = { partition: string; offset: bigint } & (
+  { backlog: { rewind(offset: bigint): void } } | { holdCommit: (offset: bigint) => CommitHold }
+);
+
+/** How a callback left its lane: done (delivered, refused, gone, dead-lettered, ended), or let go (evicted). */
+export type LaneExit = 'done' | 'evicted';
+
+export interface LaneJob {
   message: CallbackParts;
   /** aborts when the event is handed back (partition revoked, shutdown) */
   signal: AbortSignal;
-  resolve(): void;
+  origin: JobOrigin | undefined;
+  resolve(exit: LaneExit): void;
   reject(err: Error): void;
+}
+
+/** What a lane tells the bridge about itself. */
+export interface LaneEvents {
+  /** nothing queued, nothing being delivered: the lane may be dropped */
+  onIdle(): void;
+  /** it has room again after somebody was told it had none (wantRoom) */
+  onRoom(): void;
+  /** its head began failing: these callbacks, queued behind it, were let go, their events to be read again */
+  onEvicted(jobs: LaneJob[]): void;
 }
 
 /**
@@ -55,40 +84,84 @@ interface Job {
  * so after a crash they come back in order (at least once, same webhook-id).
  */
 export class DeliveryLane {
-  private readonly queue: Job[] = [];
+  private readonly queue: LaneJob[] = [];
   private working = false;
+  /** the head's last attempt failed and it waits to try again: the lane holds nothing but its head */
+  private failing = false;
+  /** somebody was told the lane had no room, and waits to hear of it */
+  private roomWanted = false;
 
   constructor(
     private readonly subscriptionId: string,
     private readonly deps: LaneDeps,
-    private readonly onIdle: () => void,
+    private readonly events: Pick<LaneEvents, 'onIdle'> & Partial<LaneEvents>,
   ) {}
 
-  /** Resolves once the callback is delivered, refused, gone, dead-lettered, or its subscription has ended. */
-  enqueue(message: CallbackParts, signal: AbortSignal): Promise<void> {
+  /**
+   * Resolves once the callback is delivered, refused, gone, dead-lettered, or its subscription has ended ('done'),
+   * or once the lane let it go because its head began failing ('evicted', see onEvicted).
+   */
+  enqueue(message: CallbackParts, signal: AbortSignal, origin?: JobOrigin): Promise<LaneExit> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ message, signal, resolve, reject });
+      this.queue.push({ message, signal, origin, resolve, reject });
       if (!this.working) void this.work();
     });
+  }
+
+  /**
+   * Whether one more callback may wait in memory: the lane's buffer is not full and its head is not failing. What
+   * finds no room is read again from Kafka later (lane-backlog.ts): a dead or slow endpoint holds a bounded part of
+   * the bridge, never all of it.
+   */
+  hasRoom(): boolean {
+    return !this.failing && this.queue.length < this.deps.callbacks.laneBuffer;
+  }
+
+  /** onRoom is called once the lane has room again */
+  wantRoom(): void {
+    this.roomWanted = true;
+  }
+
+  private roomMayHaveOpened(): void {
+    if (!this.roomWanted || !this.hasRoom()) return;
+    this.roomWanted = false;
+    this.events.onRoom?.();
   }
 
   private async work(): Promise<void> {
     this.working = true;
     for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+      this.roomMayHaveOpened();
       // The attempt history is written behind the lane: the next callback need not wait for it, its event does.
       const writes: Promise<void>[] = [];
       try {
         await this.deliver(job.message, job.signal, writes);
         const { resolve, reject } = job;
         // Mostly one write (a first attempt that worked): then no Promise.all.
-        if (writes.length === 1) writes[0].then(resolve, reject);
-        else Promise.all(writes).then(() => resolve(), reject);
+        if (writes.length === 1) writes[0].then(() => resolve('done'), reject);
+        else Promise.all(writes).then(() => resolve('done'), reject);
       } catch (err) {
         job.reject(err as Error);
+      } finally {
+        this.failing = false;
       }
+      this.roomMayHaveOpened();
     }
     this.working = false;
-    this.onIdle();
+    this.events.onIdle();
+  }
+
+  /**
+   * The head failed and waits for its next attempt: the callbacks queued behind it leave memory (their events are
+   * read again from Kafka once the head is done), so a dead endpoint holds one event of the bridge's, not a queue.
+   * Only a lane the bridge reads back for (onEvicted) lets go; the order is kept, as the backlog starts at the first.
+   */
+  private headFailed(): void {
+    if (this.failing) return;
+    this.failing = true;
+    if (!this.events.onEvicted || this.queue.length === 0) return;
+    const evicted = this.queue.splice(0);
+    this.events.onEvicted(evicted);
   }
 
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
@@ -101,6 +174,7 @@ export class DeliveryLane {
         await this.deadLetter(message, attempt, result.error, signal);
         return;
       }
+      this.headFailed();
       const delay = backoffMs(
         attempt,
         this.deps.callbacks.backoffBaseMs,

@@ -4,7 +4,7 @@ import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
 import { PartitionProgress } from './partition-progress';
-import type { GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
+import type { CommitHold, GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
 
 /** The reason given to a handler's signal when its work is handed back rather than cancelled. */
 export class HandBack extends Error {
@@ -180,10 +180,14 @@ export async function runGroupConsumer(
   }
 
   /** Runs the handler until it succeeds or the work is handed back; failures are retried with backoff. */
-  async function handleUntilDone(record: IncomingRecord, signal: AbortSignal): Promise<void> {
+  async function handleUntilDone(
+    record: IncomingRecord,
+    signal: AbortSignal,
+    holdCommit: (offset: bigint) => CommitHold,
+  ): Promise<void> {
     for (let failures = 1; ; failures += 1) {
       try {
-        await options.handle(record, signal);
+        await options.handle(record, signal, holdCommit);
         return;
       } catch (err) {
         if (signal.aborted) return;
@@ -231,7 +235,8 @@ export async function runGroupConsumer(
       timestamp: message.timestamp,
       receivedAt: fetchedAt || Date.now(),
     };
-    const job: Promise<void> = handleUntilDone(record, signal)
+    const holdCommit = (at: bigint) => w.hold(at, () => commit(topic, partition, w));
+    const job: Promise<void> = handleUntilDone(record, signal, holdCommit)
       .finally(() => {
         release();
         // A handed-back record stays uncommitted, so the next owner handles it.
@@ -247,7 +252,7 @@ export async function runGroupConsumer(
   function lag(): PartitionLag[] {
     return [...fetched].map(([key, f]) => {
       const w = work.get(key);
-      const from = w && w.pending.size > 0 ? w.low : f.to;
+      const from = w?.unfinished ? w.commitPoint : f.to;
       return { topic: f.topic, partition: f.partition, lag: Math.max(0, Number(f.highWatermark - from)) };
     });
   }

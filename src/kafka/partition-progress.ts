@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import type { CommitHold } from './types';
 
 /**
  * What a group member has started and finished in one partition, and how far it may commit: up to its oldest
@@ -14,8 +15,12 @@ export class PartitionProgress {
    * were 3 % of a busy process's CPU): a hand-back always takes all of them, and the progress is dropped after it.
    */
   private readonly handOff = new AbortController();
-  /** offsets finished above the committed one: a re-fetch after a rebalance must not run them again */
+  /** offsets finished above `finishedBelow`: a re-fetch after a rebalance must not run them again */
   private readonly done = new Set<bigint>();
+  /** every offset below it that was started has finished (`low` when `done` was last pruned) */
+  private finishedBelow = -1n;
+  /** offsets whose work goes on after their records finished (CommitHold): the commit stays at or below each */
+  private readonly holds = new Set<{ offset: bigint }>();
   /** one past the highest offset started */
   private next: bigint;
   /** the offset last committed (the next one to read) */
@@ -36,9 +41,9 @@ export class PartitionProgress {
     return this.handOff.signal;
   }
 
-  /** below the committed offset, running, or finished: kafkajs re-fetched it, and it must not start again */
+  /** finished (below the oldest unfinished offset, or since) or running: kafkajs re-fetched it, not to start again */
   seen(offset: bigint): boolean {
-    return offset < this.committed || this.pending.has(offset) || this.done.has(offset);
+    return offset < this.finishedBelow || this.pending.has(offset) || this.done.has(offset);
   }
 
   start(offset: bigint): void {
@@ -51,9 +56,54 @@ export class PartitionProgress {
     this.done.add(offset);
   }
 
+  /** Forgets finished offsets below `low`: `seen` answers for them from `finishedBelow`, however long a hold lasts. */
+  private pruneDone(): bigint {
+    const low = this.low;
+    if (low <= this.finishedBelow) return low;
+    this.finishedBelow = low;
+    for (const o of this.done) if (o < low) this.done.delete(o);
+    return low;
+  }
+
   /** the oldest unfinished offset, or (with none) one past the highest started: what a commit may go up to */
   get low(): bigint {
     return this.pending.size > 0 ? [...this.pending].reduce((a, b) => (a < b ? a : b)) : this.next;
+  }
+
+  /**
+   * Keeps the commit at or below `offset` until released, although the records there may finish: work taken out of
+   * the record's handler (a callback lane that reads its backlog again from Kafka) that a crash must not skip.
+   * `changed` is called when a move or the release may let the commit go further.
+   */
+  hold(offset: bigint, changed: () => void): CommitHold {
+    const h = { offset };
+    this.holds.add(h);
+    return {
+      moveTo: (to) => {
+        if (to <= h.offset || !this.holds.has(h)) return;
+        h.offset = to;
+        changed();
+      },
+      release: () => {
+        if (this.holds.delete(h)) changed();
+      },
+    };
+  }
+
+  /** records running, or work held past its records (a hold): the lag counts from `commitPoint` */
+  get unfinished(): boolean {
+    return this.pending.size > 0 || this.holds.size > 0;
+  }
+
+  /** how far a commit may go: `low`, or below it the lowest hold */
+  get commitPoint(): bigint {
+    return this.heldBelow(this.low);
+  }
+
+  private heldBelow(low: bigint): bigint {
+    let point = low;
+    for (const h of this.holds) if (h.offset < point) point = h.offset;
+    return point;
   }
 
   /**
@@ -65,7 +115,7 @@ export class PartitionProgress {
   }
 
   /**
-   * Commits up to `low` with `send`, unless a commit is in flight: then that one commits again when it is done.
+   * Commits up to `commitPoint` with `send`, unless a commit is in flight: then that one commits again when it is done.
    * Resolves when this call's commits are done; a failed commit is left for the next finished record to retry.
    * `current()` says whether this progress still belongs to the member (false once the partition was revoked).
    */
@@ -82,11 +132,10 @@ export class PartitionProgress {
     try {
       do {
         this.commitAgain = false;
-        const low = this.low;
+        const low = this.heldBelow(this.pruneDone());
         if (low <= this.committed) return;
         const previous = this.committed;
         this.committed = low;
-        for (const o of this.done) if (o < low) this.done.delete(o);
         try {
           await send(low);
         } catch (err) {

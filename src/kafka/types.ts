@@ -159,13 +159,25 @@ export interface GroupConsumerHandle extends ConsumerHandle {
   lag(): PartitionLag[];
 }
 
+/**
+ * Keeps a partition's committed offset at or below an offset after the record that made it has finished: the
+ * record's work goes on outside its handler (a callback lane reading its backlog again from Kafka), and a crash must
+ * hand it to the next owner. Released, or handed back with the partition, it holds nothing.
+ */
+export interface CommitHold {
+  /** raises the hold (never lowers it) */
+  moveTo(offset: bigint): void;
+  release(): void;
+}
+
 export interface GroupConsumerOptions {
   groupId: string;
   topics: string[];
   /** at most this many records are handled at once; offsets commit only below the oldest unfinished one */
   maxInFlight: number;
   sessionTimeoutMs?: number;
-  handle(record: IncomingRecord, signal: AbortSignal): Promise<void>;
+  /** `holdCommit` keeps the partition's commit at or below an offset beyond this record's end (CommitHold) */
+  handle(record: IncomingRecord, signal: AbortSignal, holdCommit: (offset: bigint) => CommitHold): Promise<void>;
   /** partitions this member lost in a rebalance: in-flight work for them is aborted */
   onRevoked?(topic: string, partition: number): void;
 }

@@ -3,7 +3,7 @@ import { callbackBody, parseEvent, webhookId } from '../../consumers/callback-br
 import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
 import { createLogger } from '../../src/logger';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
-import { FakePublisher, FakeView } from './fakes';
+import { FakeCommitHolds, FakePartitionReader, FakePublisher, FakeView } from './fakes';
 import type { IncomingRecord } from '../../src/kafka/types';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Subscription } from '../../src/subscriptions/subscription';
@@ -119,7 +119,8 @@ describe('CallbackBridge.admit: an event is matched against every subscription c
         groupId: 'bridge',
         allowPrivate: true,
         concurrency: 10,
-        callbacks: { timeoutMs: 1000, maxAttempts: 1, backoffBaseMs: 1, backoffMaxMs: 1 },
+        callbacks: { timeoutMs: 1000, maxAttempts: 1, backoffBaseMs: 1, backoffMaxMs: 1, laneBuffer: 10 },
+        reader: new FakePartitionReader(publisher),
         kafkaTimeoutMs: 1000,
         logger,
       },
@@ -150,7 +151,7 @@ describe('CallbackBridge.admit: an event is matched against every subscription c
 
   /** Admits the event; resolves with the syncs it took and the callbacks it made, once they are delivered. */
   async function admitted({ view, bridge, event, agent }: ReturnType<typeof setup>) {
-    const deliveries = await bridge.admit(event, new AbortController().signal);
+    const deliveries = await bridge.admit(event, new AbortController().signal, new FakeCommitHolds().holdCommit);
     await Promise.all(deliveries);
     await agent.close();
     return { syncs: view.syncs, callbacks: deliveries.length };
@@ -175,7 +176,7 @@ describe('CallbackBridge.admit: an event is matched against every subscription c
     const { bridge, event, agent } = setup();
     const handBack = new AbortController();
     handBack.abort();
-    expect(await bridge.admit(event, handBack.signal)).toEqual([]);
+    expect(await bridge.admit(event, handBack.signal, new FakeCommitHolds().holdCommit)).toEqual([]);
     await agent.close();
   });
 });

@@ -66,4 +66,18 @@ describe('configuration', () => {
     const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
     expect(readme).toMatch(/^\| `KAFKA_STARTUP_TIMEOUT_MS` \|.*\| `120000` \|$/m);
   });
+  test('CALLBACK_LANE_BUFFER: 100 by default, never above CALLBACK_CONCURRENCY, read and documented', () => {
+    expect(loadConfig({}).callbacks.laneBuffer).toBe(100);
+    expect(loadConfig({ CALLBACK_CONCURRENCY: '10' }).callbacks.laneBuffer).toBe(10);
+    expect(loadConfig({ CALLBACK_LANE_BUFFER: '5' }).callbacks.laneBuffer).toBe(5);
+    for (const bad of ['0', '1.5', 'many']) {
+      expect(() => loadConfig({ CALLBACK_LANE_BUFFER: bad })).toThrow(/CALLBACK_LANE_BUFFER/);
+    }
+    expect(() => loadConfig({ CALLBACK_CONCURRENCY: '10', CALLBACK_LANE_BUFFER: '11' })).toThrow(
+      /CALLBACK_LANE_BUFFER/,
+    );
+    expect(CONFIG_VARIABLES).toContain('CALLBACK_LANE_BUFFER');
+    const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
+    expect(readme).toMatch(/^\| `CALLBACK_LANE_BUFFER` \|.*\| `100` \|$/m);
+  });
 });

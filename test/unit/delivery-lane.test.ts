@@ -41,7 +41,7 @@ function setup(maxAttempts = 5) {
     agent: agent as unknown as Agent,
     logger: createLogger('silent'),
     topics,
-    callbacks: { timeoutMs: 1000, maxAttempts, backoffBaseMs: 1, backoffMaxMs: 5 },
+    callbacks: { timeoutMs: 1000, maxAttempts, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer: 1000 },
     kafkaTimeoutMs: 1000,
   };
   return { agent, publisher, subscriptions, deps };
@@ -73,7 +73,7 @@ describe('DeliveryLane', () => {
     subscriptions.set('s1', subscription('s1'));
     const received: string[] = [];
     receiver(agent, '/s1', [500, 503, 200], received);
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     const signal = new AbortController().signal;
     await Promise.all([1, 2, 3].map((n) => lane.enqueue(parts('s1', n), signal)));
     expect(received).toEqual(['e1', 'e1', 'e1', 'e2', 'e3']);
@@ -94,7 +94,7 @@ describe('DeliveryLane', () => {
         return { statusCode: calls++ < 2 ? 500 : 200 };
       })
       .persist();
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     const signal = new AbortController().signal;
     await Promise.all([lane.enqueue(parts('s1', 1), signal), lane.enqueue(parts('s1', 2), signal)]);
     expect(received).toEqual(['e1', 'e1', 'e2']);
@@ -106,7 +106,7 @@ describe('DeliveryLane', () => {
     deps.history = new AttemptRecorder(publisher, 50);
     subscriptions.set('s1', subscription('s1'));
     receiver(agent, '/s1', [500], []);
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     await lane.enqueue(parts('s1', 1), new AbortController().signal);
     const history = publisher.on('deliveries').map((r) => JSON.parse(String(r.value)));
     expect(history.map((a) => `${a.attempt}:${a.outcome}`)).toEqual(['1:failed', '2:failed', '3:dead-lettered']);
@@ -124,7 +124,7 @@ describe('DeliveryLane', () => {
         return { statusCode: 200 };
       })
       .delay(100);
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     const handBack = new AbortController();
     const delivered = lane.enqueue(parts('s1', 1), handBack.signal);
     while (received.length === 0) await new Promise((r) => setImmediate(r));
@@ -140,7 +140,7 @@ describe('DeliveryLane', () => {
     publisher.failNext = 2;
     // The first failure is the sync begun ahead of need, the second the one the lane waits for.
     subscriptions.failSyncs = 2;
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     await lane.enqueue(parts('s1', 1), new AbortController().signal);
     expect(publisher.on('deliveries')).toHaveLength(1);
     expect(subscriptions.syncs).toBe(3);
@@ -158,7 +158,7 @@ describe('DeliveryLane', () => {
       for (const r of records) if (r.topic === 'subs') subscriptions.set(r.key, JSON.parse(String(r.value)));
       return positions;
     };
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     const signal = new AbortController().signal;
     await Promise.all([1, 2].map((n) => lane.enqueue(parts('s1', n), signal)));
     expect(received).toEqual(['e1']);
@@ -172,7 +172,7 @@ describe('DeliveryLane', () => {
     receiver(agent, '/s1', [500], received);
     deps.callbacks.backoffBaseMs = 60000;
     deps.callbacks.backoffMaxMs = 60000;
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     const handBack = new AbortController();
     const first = lane.enqueue(parts('s1', 1), handBack.signal);
     const second = lane.enqueue(parts('s1', 2), handBack.signal);
@@ -190,7 +190,7 @@ describe('DeliveryLane and the subscriptions lease', () => {
     subscriptions.set('s1', subscription('s1'));
     const received: string[] = [];
     receiver(agent, '/s1', [200], received);
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     const signal = new AbortController().signal;
     const started = Date.now();
     await Promise.all(Array.from({ length: 50 }, (_, n) => lane.enqueue(parts('s1', n), signal)));
@@ -208,7 +208,7 @@ describe('DeliveryLane and the subscriptions lease', () => {
     receiver(agent, '/s1', [200], received);
     subscriptions.syncedAt = Date.now() - SUBSCRIPTIONS_LEASE_MS - LEASE_SLACK_MS - 1;
     subscriptions.commitElsewhere(() => subscriptions.set('s1', { ...subscription('s1'), status: 'cancelled' }));
-    const lane = new DeliveryLane('s1', deps, () => undefined);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     await lane.enqueue(parts('s1', 1), new AbortController().signal);
     expect(subscriptions.syncs).toBeGreaterThanOrEqual(1);
     expect(received).toEqual([]);

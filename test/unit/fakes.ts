@@ -2,6 +2,7 @@ import { topicNames, type Topics } from '../../src/kafka/topics';
 import { createLogger, type Logger } from '../../src/logger';
 import {
   KafkaUnavailableError,
+  type CommitHold,
   type IncomingRecord,
   type OutgoingRecord,
   type PartitionReader,
@@ -274,4 +275,30 @@ export function capturedLogger(): { logger: Logger; lines: Record<string, unknow
   const lines: Record<string, unknown>[] = [];
   const logger = createLogger('warn', 'test', { write: (line: string) => void lines.push(JSON.parse(line)) });
   return { logger, lines };
+}
+
+/**
+ * A partition's commit holds as the group consumer keeps them (PartitionProgress.hold): the commit may go up to the
+ * lowest held offset. `holdCommit` is what the group consumer hands a handler.
+ */
+export class FakeCommitHolds {
+  private readonly holds = new Set<{ offset: bigint }>();
+
+  readonly holdCommit = (offset: bigint): CommitHold => {
+    const h = { offset };
+    this.holds.add(h);
+    return {
+      moveTo: (to) => {
+        if (to > h.offset) h.offset = to;
+      },
+      release: () => void this.holds.delete(h),
+    };
+  };
+
+  /** the offset the commit is held at, or undefined when nothing holds it */
+  get lowest(): bigint | undefined {
+    let low: bigint | undefined;
+    for (const h of this.holds) if (low === undefined || h.offset < low) low = h.offset;
+    return low;
+  }
 }

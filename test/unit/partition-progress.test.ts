@@ -109,4 +109,45 @@ describe('PartitionProgress', () => {
     p.handBack(new Error('shutdown'));
     expect(heard).toHaveLength(200);
   });
+  test('a hold keeps the commit at its offset after the records there finished, until it moves or is released', async () => {
+    const p = new PartitionProgress(0n);
+    started(p, 0, 1, 2, 3);
+    let changes = 0;
+    const hold = p.hold(1n, () => (changes += 1));
+    for (const o of [0n, 1n, 2n, 3n]) p.finish(o);
+    const { sent, open, send } = sender();
+    const commits: Promise<void>[] = [];
+    const commitNow = async () => {
+      const c = p.commit(send, () => true);
+      if (c) commits.push(c);
+      await new Promise((r) => setImmediate(r));
+      open.splice(0).forEach((o) => o.resolve());
+      await Promise.all(commits);
+    };
+    await commitNow();
+    hold.moveTo(3n);
+    await commitNow();
+    hold.moveTo(2n); // a hold never goes down
+    hold.release();
+    await commitNow();
+    expect(sent).toEqual([1n, 3n, 4n]);
+    expect(changes).toBe(2);
+  });
+
+  test('records finished above a hold stay seen however long it lasts, and are forgotten as they are passed', () => {
+    const p = new PartitionProgress(0n);
+    p.hold(0n, () => undefined);
+    for (let o = 0n; o < 1000n; o += 1n) {
+      p.start(o);
+      p.finish(o);
+    }
+    void p.commit(
+      () => Promise.resolve(),
+      () => true,
+    );
+    expect([p.seen(0n), p.seen(999n), p.seen(1000n)]).toEqual([true, true, false]);
+    expect(p.commitPoint).toBe(0n);
+    // What makes `seen` answer is the oldest unfinished offset, not a set of every finished one since the hold.
+    expect((p as unknown as { done: Set<bigint> }).done.size).toBe(0);
+  });
 });

@@ -11,7 +11,7 @@ import { exampleTaskTypes } from '../../src/examples';
 import { TaskRegistry } from '../../src/tasks/task-registry';
 import type { TaskRecord } from '../../src/tasks/task-snapshot';
 import { defineTaskType, type TaskType } from '../../src/tasks/task-type';
-import { FakeView } from './fakes';
+import { FakeCommitHolds, FakeView } from './fakes';
 
 /*
  * "Exactly one final event" against the worst answers a broker gives: a write
@@ -118,7 +118,8 @@ async function runner(log: FakeLog, types: TaskType[] = exampleTaskTypes) {
     kafkaTimeoutMs: 1000,
     retryDelayMs: 4,
   });
-  return handle as GroupConsumerOptions['handle'];
+  const handling = handle as GroupConsumerOptions['handle'];
+  return (record: IncomingRecord, signal: AbortSignal) => handling(record, signal, new FakeCommitHolds().holdCommit);
 }
 
 const request = (taskId: string, offset: number, input: unknown = { steps: 2, stepMs: 0 }): IncomingRecord => ({

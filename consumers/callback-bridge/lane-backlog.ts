@@ -1,0 +1,269 @@
+import type { CommitHold, IncomingRecord, PartitionReader, PartitionReading } from '../../src/kafka/types';
+import { retryDelayMs } from '../../src/lib/backoff';
+import type { Logger } from '../../src/logger';
+import type { CallbackParts, DeliveryLane, LaneExit } from './delivery-lanes';
+
+/** One reading of the backlog, from its opening to its stop. */
+interface Turn {
+  reading?: PartitionReading;
+  stopped: boolean;
+}
+
+type HoldCommit = (offset: bigint) => CommitHold;
+
+export interface BacklogDeps {
+  reader: PartitionReader;
+  logger: Logger;
+  kafkaTimeoutMs: number;
+  /** the subscription's lane now (a lane is dropped while idle and made again) */
+  lane(): DeliveryLane;
+  /** the callback the record makes for the subscription; undefined if it wants none, 'ended' once it has ended */
+  callbackFor(record: IncomingRecord): CallbackParts | undefined | 'ended';
+  /** the next offset the group consumer offers to the lanes: every record below it has been offered */
+  offeredUpTo(): bigint;
+  /** nothing is held, nothing is left to read: the bridge drops the backlog */
+  forget(backlog: LaneBacklog): void;
+}
+
+/**
+ * One subscription's events of one partition that its lane had no room for: instead of waiting in memory (where a
+ * dead endpoint's backlog would fill the bridge and stall every subscription), they are read again from Kafka, from
+ * the first one, once the lane has room. The group consumer passes them by meanwhile, and a commit hold keeps the
+ * partition's committed offset at the oldest of them, so a crash hands them to the next bridge (at least once).
+ *
+ * Two sources feed the lane in turn, and never the same offset: the group consumer up to `from`, this backlog from
+ * there. The backlog gives the partition back (`attachedAt`) once its reading has caught up with the group
+ * consumer's offers; the group consumer then offers the offsets from `attachedAt` on again, and passes by the ones
+ * below it that it had not offered yet (the reading did).
+ */
+export class LaneBacklog {
+  /** the partition as the bridge keys it */
+  readonly key: string;
+  /** the next offset to read; the subscription's events below it are in its lane, delivered, or not wanted */
+  private next: bigint;
+  /** offsets read back and queued in the lane, not yet done */
+  private readonly inLane = new Set<bigint>();
+  private hold: CommitHold | undefined;
+  /** where `hold` holds the commit */
+  private heldAt = -1n;
+  /** the group consumer offers this subscription's events again from here; undefined while the backlog reads */
+  private attachedAt: bigint | undefined;
+  /** the reading under way (also while it opens); a record from any other is stale and passed over */
+  private current: Turn | undefined;
+  /** a record read that waits for room in the lane */
+  private waiting: (() => void) | undefined;
+  private openFailures = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private ended = false;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly subscriptionId: string,
+    /** the hand-back signal of the partition's records: the backlog is the partition owner's, and ends with it */
+    private readonly signal: AbortSignal,
+    private readonly deps: BacklogDeps,
+    from: bigint,
+    holdCommit: HoldCommit,
+  ) {
+    this.key = `${topic}\u0000${partition}`;
+    this.next = from;
+    this.updateHold(holdCommit);
+    signal.addEventListener('abort', () => this.end(), { once: true });
+  }
+
+  /** whether the group consumer offers this offset to the lane; if not, the backlog has read it, or will */
+  takes(offset: bigint): boolean {
+    return this.attachedAt !== undefined && offset >= this.attachedAt;
+  }
+
+  /**
+   * The lane had no room for `offset`, or let its callback go: the subscription's events from there on are read
+   * again from Kafka. `holdCommit` is the one of the record at `offset`, still unfinished: it can hold lower than
+   * this backlog holds now.
+   */
+  detachFrom(offset: bigint, holdCommit: HoldCommit): void {
+    this.readAgainFrom(offset, holdCommit);
+  }
+
+  /** The lane let go of the callbacks read back from `offset` on (its head began failing): read them again. */
+  rewind(offset: bigint): void {
+    this.readAgainFrom(offset);
+  }
+
+  private readAgainFrom(offset: bigint, holdCommit?: HoldCommit): void {
+    // Ended with its partition or its subscription: nothing of it is read again here.
+    if (this.ended) return;
+    for (const o of this.inLane) if (o >= offset) this.inLane.delete(o);
+    this.next = offset;
+    this.attachedAt = undefined;
+    this.stopReading();
+    this.updateHold(holdCommit);
+  }
+
+  /** The group consumer has offered everything below `upTo`: a reading that got there gives the partition back. */
+  offered(upTo: bigint): void {
+    if (this.attachedAt === undefined) {
+      if (this.current && this.next >= upTo) this.attach();
+    } else if (this.inLane.size === 0 && upTo >= this.attachedAt) {
+      this.finish();
+    }
+  }
+
+  /** The lane may have room: a waiting record goes in, or a reading starts. */
+  resume(): void {
+    if (this.waiting) {
+      const go = this.waiting;
+      this.waiting = undefined;
+      go();
+      return;
+    }
+    if (this.ended || this.attachedAt !== undefined || this.current || this.retryTimer) return;
+    const lane = this.deps.lane();
+    if (!lane.hasRoom()) {
+      lane.wantRoom();
+      return;
+    }
+    void this.open();
+  }
+
+  private async open(): Promise<void> {
+    const turn: Turn = { stopped: false };
+    this.current = turn;
+    try {
+      turn.reading = await this.deps.reader.open(
+        {
+          topic: this.topic,
+          partition: this.partition,
+          fromOffset: this.next.toString(),
+          onRecord: (record) => this.onRecord(turn, record),
+          onError: (err) => this.readingFailed(turn, err),
+        },
+        this.deps.kafkaTimeoutMs,
+      );
+    } catch (err) {
+      this.readingFailed(turn, err as Error);
+      return;
+    }
+    // Stopped (rewound, given back, ended) while it opened: a later turn reads, if one is wanted.
+    if (turn.stopped) {
+      void turn.reading.stop();
+      this.resume();
+      return;
+    }
+    this.openFailures = 0;
+  }
+
+  private async onRecord(turn: Turn, record: IncomingRecord): Promise<void> {
+    if (turn !== this.current) return;
+    const offset = BigInt(record.offset);
+    if (offset < this.next || this.ended) return;
+    const callback = this.deps.callbackFor(record);
+    if (callback === 'ended') {
+      this.finish();
+      return;
+    }
+    if (callback) {
+      while (!this.deps.lane().hasRoom()) {
+        await new Promise<void>((resolve) => {
+          this.waiting = resolve;
+          this.deps.lane().wantRoom();
+        });
+        if (turn !== this.current) return;
+      }
+      this.inLane.add(offset);
+      const exit = this.deps.lane().enqueue(callback, this.signal, { partition: this.key, offset, backlog: this });
+      exit.then(
+        (how: LaneExit) => how === 'done' && this.done(offset),
+        () => undefined, // handed back: the partition's next owner reads it again
+      );
+    }
+    this.next = offset + 1n;
+    this.updateHold();
+    if (this.next >= this.deps.offeredUpTo()) this.attach();
+  }
+
+  private done(offset: bigint): void {
+    if (!this.inLane.delete(offset)) return;
+    this.updateHold();
+    if (this.attachedAt !== undefined) this.offered(this.deps.offeredUpTo());
+  }
+
+  /** The reading has caught up with the group consumer: it offers this subscription's events again from `next`. */
+  private attach(): void {
+    this.attachedAt = this.next;
+    this.stopReading();
+    this.updateHold();
+    this.offered(this.deps.offeredUpTo());
+  }
+
+  /**
+   * The commit waits for the oldest callback read back and not done, and for what is not read yet. A hold only
+   * rises; a lower point takes a new hold, from the unfinished record there (`holdCommit`), before the old goes.
+   */
+  private updateHold(holdCommit?: HoldCommit): void {
+    let at = this.attachedAt === undefined ? this.next : undefined;
+    for (const o of this.inLane) if (at === undefined || o < at) at = o;
+    if (at === undefined) {
+      this.releaseHold();
+    } else if (this.hold && at >= this.heldAt) {
+      this.hold.moveTo(at);
+      this.heldAt = at;
+    } else if (holdCommit) {
+      const old = this.hold;
+      this.hold = holdCommit(at);
+      this.heldAt = at;
+      old?.release();
+    } else {
+      // Callers lower the point only with the record there in hand: this is a bug, not a state to go on from.
+      throw new Error(`lane backlog of ${this.subscriptionId}: no hold can be taken at ${at}`);
+    }
+  }
+
+  private releaseHold(): void {
+    this.hold?.release();
+    this.hold = undefined;
+  }
+
+  private readingFailed(turn: Turn, err: Error): void {
+    if (turn !== this.current) return;
+    this.stopReading();
+    if (this.ended) return;
+    this.openFailures += 1;
+    const retryInMs = retryDelayMs(this.openFailures, 200, 5000);
+    const at = { topic: this.topic, partition: this.partition, subscriptionId: this.subscriptionId };
+    this.deps.logger.warn({ ...at, err, retryInMs }, 'could not read a lane backlog from Kafka; trying again');
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.resume();
+    }, retryInMs);
+    this.retryTimer.unref();
+  }
+
+  private stopReading(): void {
+    const turn = this.current;
+    this.current = undefined;
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.();
+    if (!turn) return;
+    turn.stopped = true;
+    // A reading still opening is stopped by open() once it is there.
+    if (turn.reading) void turn.reading.stop();
+  }
+
+  /** Nothing left to read or hold: the subscription ended, or the reading caught up and the lane delivered it. */
+  private finish(): void {
+    this.end();
+    this.releaseHold();
+    this.deps.forget(this);
+  }
+
+  /** Stops reading for good; a handed-back partition's hold goes with its progress, and the next owner reads again. */
+  end(): void {
+    this.ended = true;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.stopReading();
+  }
+}
