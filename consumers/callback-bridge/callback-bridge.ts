@@ -14,6 +14,7 @@ import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
 import { DeliveryLane, LaneStopped, type CallbackParts, type LaneDeps, type LaneJob } from './delivery-lanes';
 import { LaneBacklog, type BacklogDeps } from './lane-backlog';
+import { ReadingSlots } from './reading-slots';
 import { AttemptRecorder } from './attempt-recorder';
 import { createCallbackAgent } from './send-callback';
 
@@ -24,6 +25,12 @@ import { createCallbackAgent } from './send-callback';
 const HISTORY_LINGER_MS = 50;
 
 type HoldCommit = (offset: bigint) => CommitHold;
+
+/**
+ * Lane backlogs that read from Kafka at once (each reading a consumer of its own, ReadingSlots): enough for every
+ * partition of a few slow subscriptions, few enough that hundreds of lanes filling together open no storm of them.
+ */
+const BACKLOG_READINGS = 32;
 
 export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
@@ -62,6 +69,7 @@ export class CallbackBridge {
   /** per topic-partition: admission in offset order */
   private readonly admission = new KeyedSerial();
   private readonly partitions = new Map<string, PartitionOffers>();
+  private readonly readingSlots = new ReadingSlots(BACKLOG_READINGS);
   private readonly laneDeps: LaneDeps;
 
   constructor(
@@ -181,6 +189,7 @@ export class CallbackBridge {
         return e && wants(sub, e) ? this.callbackParts(sub, e, r) : undefined;
       },
       offeredUpTo: () => offers.next,
+      slots: this.readingSlots,
       forget: (b) => {
         if (offers.backlogs.get(subscriptionId) === b) offers.backlogs.delete(subscriptionId);
       },

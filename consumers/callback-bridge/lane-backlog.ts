@@ -2,6 +2,7 @@ import type { CommitHold, IncomingRecord, PartitionReader, PartitionReading } fr
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { CallbackParts, DeliveryLane, LaneExit } from './delivery-lanes';
+import type { ReadingSlots } from './reading-slots';
 
 /** One reading of the backlog, from its opening to its stop. */
 interface Turn {
@@ -21,6 +22,8 @@ export interface BacklogDeps {
   callbackFor(record: IncomingRecord): CallbackParts | undefined | 'ended';
   /** the next offset the group consumer offers to the lanes: every record below it has been offered */
   offeredUpTo(): bigint;
+  /** the bridge's turns at reading (reading-slots.ts) */
+  slots: ReadingSlots;
   /** nothing is held, nothing is left to read: the bridge drops the backlog */
   forget(backlog: LaneBacklog): void;
 }
@@ -55,6 +58,8 @@ export class LaneBacklog {
   private openFailures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private ended = false;
+  /** a reading slot is this backlog's, from taking it until its reading stops */
+  private slotHeld = false;
 
   constructor(
     readonly topic: string,
@@ -124,6 +129,8 @@ export class LaneBacklog {
       lane.wantRoom();
       return;
     }
+    if (!this.slotHeld && !this.deps.slots.take(this)) return;
+    this.slotHeld = true;
     void this.open();
   }
 
@@ -168,7 +175,10 @@ export class LaneBacklog {
         await new Promise<void>((resolve) => {
           this.waiting = resolve;
           this.deps.lane().wantRoom();
+          // Only waiting: another backlog may read meanwhile, and this one reads on from here later.
+          this.deps.slots.idle(this);
         });
+        this.deps.slots.busy(this);
         if (turn !== this.current) return;
       }
       this.inLane.add(offset);
@@ -240,12 +250,22 @@ export class LaneBacklog {
     this.retryTimer.unref();
   }
 
+  /** Another backlog waits for a reading slot and this one only waits for room: it stops, to read on later. */
+  yieldSlot(): void {
+    this.stopReading();
+  }
+
   private stopReading(): void {
     const turn = this.current;
     this.current = undefined;
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.();
+    this.deps.slots.busy(this);
+    if (this.slotHeld) {
+      this.slotHeld = false;
+      this.deps.slots.give();
+    }
     if (!turn) return;
     turn.stopped = true;
     // A reading still opening is stopped by open() once it is there.
@@ -262,6 +282,7 @@ export class LaneBacklog {
   /** Stops reading for good; a handed-back partition's hold goes with its progress, and the next owner reads again. */
   end(): void {
     this.ended = true;
+    this.deps.slots.leave(this);
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.stopReading();
