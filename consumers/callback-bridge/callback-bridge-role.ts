@@ -1,5 +1,6 @@
 import type { ConsumerRole } from '../../src/service';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
+import { BACKLOG_CURSORS_VIEW } from './backlog-cursors';
 import { startCallbackBridge } from './callback-bridge';
 
 /** The bridge role: wires the callback bridge from the process's kernel. */
@@ -9,6 +10,7 @@ export const callbackBridgeRole: ConsumerRole = {
     return startCallbackBridge({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
       reader: kafka.partitionReader,
+      cursors: await kafka.view(BACKLOG_CURSORS_VIEW),
       publisher: kafka.publisher,
       logger,
       topics: kafka.topics,

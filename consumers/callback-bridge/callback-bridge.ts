@@ -5,6 +5,7 @@ import type {
   IncomingRecord,
   PartitionReader,
   Publisher,
+  StateView,
 } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
@@ -13,7 +14,8 @@ import type { Logger } from '../../src/logger';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
 import { DeliveryLane, LaneStopped, type CallbackParts, type LaneDeps, type LaneJob } from './delivery-lanes';
-import { LaneBacklog, type BacklogDeps } from './lane-backlog';
+import { LaneBacklog, type BacklogDeps, type BacklogRange } from './lane-backlog';
+import { cursorsOf, type BacklogCursor } from './backlog-cursors';
 import { ReadingSlots } from './reading-slots';
 import { AttemptRecorder } from './attempt-recorder';
 import { createCallbackAgent } from './send-callback';
@@ -36,8 +38,10 @@ export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> 
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   /** where lane backlogs are read again from (lane-backlog.ts) */
   reader: PartitionReader;
+  /** where lane backlogs stand (backlog-cursors.ts): a partition taken over reads on from them */
+  cursors: StateView<BacklogCursor>;
   publisher: Publisher;
-  topics: LaneDeps['topics'] & { taskEvents: string; domainEvents: string };
+  topics: LaneDeps['topics'] & { taskEvents: string; domainEvents: string; callbackBacklogs: string };
   groupId: string;
   allowPrivate: boolean;
   /** events held at once, delivering or waiting in their lanes */
@@ -55,6 +59,8 @@ interface PartitionOffers {
   next: bigint;
   /** per subscription: its events of this partition that its lane had no room for */
   backlogs: Map<string, LaneBacklog>;
+  /** the backlogs left by the partition's previous owner are taken over (their cursors read) */
+  restored: boolean;
 }
 
 /**
@@ -98,6 +104,8 @@ export class CallbackBridge {
       this.logger.warn(at, 'an event that is not JSON with a type matches nothing');
     }
     if (signal.aborted) return [];
+    const offers = this.offersOf(record, signal);
+    if (!offers.restored) await this.restore(offers);
     if (!e) {
       this.offered(record, signal, []);
       return [];
@@ -114,7 +122,7 @@ export class CallbackBridge {
       const lane = this.lane(sub.id);
       if (!lane.hasRoom()) {
         if (backlog) backlog.detachFrom(offset, holdCommit);
-        else offers.backlogs.set(sub.id, this.backlog(sub.id, offers, offset, holdCommit));
+        else offers.backlogs.set(sub.id, this.backlog(sub.id, offers, { from: offset }, holdCommit));
         lane.wantRoom();
         return undefined;
       }
@@ -163,7 +171,8 @@ export class CallbackBridge {
     let offers = this.partitions.get(key);
     if (offers?.signal !== signal) {
       const { topic, partition } = record;
-      const fresh: PartitionOffers = { topic, partition, signal, next: BigInt(record.offset), backlogs: new Map() };
+      const next = BigInt(record.offset);
+      const fresh: PartitionOffers = { topic, partition, signal, next, backlogs: new Map(), restored: false };
       this.partitions.set(key, (offers = fresh));
       signal.addEventListener(
         'abort',
@@ -176,7 +185,39 @@ export class CallbackBridge {
     return offers;
   }
 
-  private backlog(subscriptionId: string, offers: PartitionOffers, from: bigint, holdCommit: HoldCommit): LaneBacklog {
+  /**
+   * The backlogs the partition's previous owner left, from their cursors: read before the partition's first record
+   * is offered, so none of their events is offered twice. Retried in place, like matching.
+   */
+  private async restore(offers: PartitionOffers): Promise<void> {
+    const { signal, topic, partition } = offers;
+    const views = [this.deps.cursors, this.deps.subscriptions.view];
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      try {
+        const now = Date.now();
+        await Promise.all(views.map((v) => v.syncedSince(now, this.deps.kafkaTimeoutMs)));
+        break;
+      } catch (err) {
+        const retryInMs = retryDelayMs(failures, 100, 5000);
+        this.logger.warn({ topic, partition, err, retryInMs }, 'could not read the lane backlog cursors; trying again');
+        await pause(retryInMs, signal);
+      }
+    }
+    if (signal.aborted) return;
+    offers.restored = true;
+    for (const c of cursorsOf(this.deps.cursors, topic, partition)) {
+      if (offers.backlogs.has(c.subscriptionId)) continue;
+      const range = { from: BigInt(c.from), until: c.until === undefined ? undefined : BigInt(c.until) };
+      offers.backlogs.set(c.subscriptionId, this.backlog(c.subscriptionId, offers, range));
+    }
+  }
+
+  private backlog(
+    subscriptionId: string,
+    offers: PartitionOffers,
+    range: BacklogRange,
+    holdCommit?: HoldCommit,
+  ): LaneBacklog {
     const deps: BacklogDeps = {
       reader: this.deps.reader,
       logger: this.logger,
@@ -190,16 +231,27 @@ export class CallbackBridge {
       },
       offeredUpTo: () => offers.next,
       slots: this.readingSlots,
+      cursors: {
+        publisher: this.deps.publisher,
+        topic: this.deps.topics.callbackBacklogs,
+        logger: this.logger,
+        kafkaTimeoutMs: this.deps.kafkaTimeoutMs,
+      },
       forget: (b) => {
         if (offers.backlogs.get(subscriptionId) === b) offers.backlogs.delete(subscriptionId);
       },
     };
     const { topic, partition, signal } = offers;
-    return new LaneBacklog(topic, partition, subscriptionId, signal, deps, from, holdCommit);
+    return new LaneBacklog(topic, partition, subscriptionId, signal, deps, range, holdCommit);
   }
 
-  /** The lane let go of callbacks queued behind its failing head: each partition's are read again from the first. */
-  private evicted(subscriptionId: string, jobs: LaneJob[]): void {
+  /**
+   * The lane's head is failing. A head the group consumer offered is taken over by its partition's backlog, so its
+   * record finishes and the partition's commit is held by the backlog's cursor, not by a dead endpoint. The callbacks
+   * queued behind it are let go: each partition's are read again from the first.
+   */
+  private evicted(subscriptionId: string, jobs: LaneJob[], head: LaneJob): void {
+    this.adopt(subscriptionId, head);
     // Per partition, the first one let go: the backlog reads again from there (a lane keeps each partition's order).
     const first = new Map<string, LaneJob>();
     for (const job of jobs) if (job.origin && !first.has(job.origin.partition)) first.set(job.origin.partition, job);
@@ -210,13 +262,30 @@ export class CallbackBridge {
       const backlog = offers.backlogs.get(subscriptionId);
       if ('backlog' in origin) origin.backlog.rewind(origin.offset);
       else if (backlog) backlog.detachFrom(origin.offset, origin.holdCommit);
-      else offers.backlogs.set(subscriptionId, this.backlog(subscriptionId, offers, origin.offset, origin.holdCommit));
+      else {
+        const backlog = this.backlog(subscriptionId, offers, { from: origin.offset }, origin.holdCommit);
+        offers.backlogs.set(subscriptionId, backlog);
+      }
     }
     for (const job of jobs) {
       if (job.signal.aborted) job.reject(new LaneStopped());
       else job.resolve('evicted');
     }
     this.lane(subscriptionId).wantRoom();
+  }
+
+  private adopt(subscriptionId: string, head: LaneJob): void {
+    const { origin, signal } = head;
+    if (!origin || 'backlog' in origin || signal.aborted) return;
+    const offers = this.partitions.get(origin.partition);
+    if (!offers || offers.signal !== signal) return;
+    let backlog = offers.backlogs.get(subscriptionId);
+    if (!backlog) {
+      backlog = this.backlog(subscriptionId, offers, { from: origin.offset }, origin.holdCommit);
+      offers.backlogs.set(subscriptionId, backlog);
+    }
+    head.adopted = backlog.adoptHead(origin.offset, origin.holdCommit);
+    head.resolve('evicted');
   }
 
   /** The subscription's lane has room again: its backlogs read on. */
@@ -258,7 +327,7 @@ export class CallbackBridge {
           if (created.idle) this.lanes.delete(subscriptionId);
         },
         onRoom: () => this.roomIn(subscriptionId),
-        onEvicted: (jobs) => this.evicted(subscriptionId, jobs),
+        onEvicted: (jobs, head) => this.evicted(subscriptionId, jobs, head),
       });
       this.lanes.set(subscriptionId, (lane = created));
     }

@@ -63,6 +63,8 @@ export interface LaneJob {
   origin: JobOrigin | undefined;
   resolve(exit: LaneExit): void;
   reject(err: Error): void;
+  /** a failing head taken over by a backlog (its promise already settled): told when it is done after all */
+  adopted?: () => void;
 }
 
 /** What a lane tells the bridge about itself. */
@@ -71,8 +73,11 @@ export interface LaneEvents {
   onIdle(): void;
   /** it has room again after somebody was told it had none (wantRoom) */
   onRoom(): void;
-  /** its head began failing: these callbacks, queued behind it, were let go, their events to be read again */
-  onEvicted(jobs: LaneJob[]): void;
+  /**
+   * Its head began failing: the callbacks queued behind it were let go, their events to be read again, and the head
+   * (still retried here) may be taken over by a backlog too, so that its event need not hold its partition.
+   */
+  onEvicted(jobs: LaneJob[], head: LaneJob): void;
 }
 
 /**
@@ -86,6 +91,8 @@ export interface LaneEvents {
 export class DeliveryLane {
   private readonly queue: LaneJob[] = [];
   private working = false;
+  /** the callback being delivered */
+  private head: LaneJob | undefined;
   /** the head's last attempt failed and it waits to try again: the lane holds nothing but its head */
   private failing = false;
   /** somebody was told the lane had no room, and waits to hear of it */
@@ -134,16 +141,19 @@ export class DeliveryLane {
       this.roomMayHaveOpened();
       // The attempt history is written behind the lane: the next callback need not wait for it, its event does.
       const writes: Promise<void>[] = [];
+      this.head = job;
       try {
         await this.deliver(job.message, job.signal, writes);
-        const { resolve, reject } = job;
+        const { reject } = job;
+        const done = () => (job.adopted ? job.adopted() : job.resolve('done'));
         // Mostly one write (a first attempt that worked): then no Promise.all.
-        if (writes.length === 1) writes[0].then(() => resolve('done'), reject);
-        else Promise.all(writes).then(() => resolve('done'), reject);
+        if (writes.length === 1) writes[0].then(done, reject);
+        else Promise.all(writes).then(done, reject);
       } catch (err) {
         job.reject(err as Error);
       } finally {
         this.failing = false;
+        this.head = undefined;
       }
       this.roomMayHaveOpened();
     }
@@ -159,9 +169,8 @@ export class DeliveryLane {
   private headFailed(): void {
     if (this.failing) return;
     this.failing = true;
-    if (!this.events.onEvicted || this.queue.length === 0) return;
-    const evicted = this.queue.splice(0);
-    this.events.onEvicted(evicted);
+    if (!this.events.onEvicted || !this.head) return;
+    this.events.onEvicted(this.queue.splice(0), this.head);
   }
 
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {

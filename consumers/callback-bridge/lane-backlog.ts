@@ -3,6 +3,7 @@ import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { CallbackParts, DeliveryLane, LaneExit } from './delivery-lanes';
 import type { ReadingSlots } from './reading-slots';
+import { CursorWriter, type CursorDeps } from './backlog-cursors';
 
 /** One reading of the backlog, from its opening to its stop. */
 interface Turn {
@@ -24,20 +25,32 @@ export interface BacklogDeps {
   offeredUpTo(): bigint;
   /** the bridge's turns at reading (reading-slots.ts) */
   slots: ReadingSlots;
+  /** where the backlog's cursor is kept (backlog-cursors.ts) */
+  cursors: CursorDeps;
   /** nothing is held, nothing is left to read: the bridge drops the backlog */
   forget(backlog: LaneBacklog): void;
+}
+
+/** A backlog's range: its events from `from` on, up to `until` when it is known where the group consumer resumes. */
+export interface BacklogRange {
+  from: bigint;
+  until?: bigint;
 }
 
 /**
  * One subscription's events of one partition that its lane had no room for: instead of waiting in memory (where a
  * dead endpoint's backlog would fill the bridge and stall every subscription), they are read again from Kafka, from
- * the first one, once the lane has room. The group consumer passes them by meanwhile, and a commit hold keeps the
- * partition's committed offset at the oldest of them, so a crash hands them to the next bridge (at least once).
+ * the first one, once the lane has room. The group consumer passes them by meanwhile. Its cursor (backlog-cursors.ts)
+ * keeps its position in Kafka, so the group consumer commits past it; until the cursor is written, a commit hold keeps
+ * the partition's committed offset at the oldest of them. Either way a crash hands them to the next bridge (at least
+ * once), and only them.
  *
- * Two sources feed the lane in turn, and never the same offset: the group consumer up to `from`, this backlog from
+ * Two sources feed the lane in turn, and never the same offset: the group consumer below `start`, this backlog from
  * there. The backlog gives the partition back (`attachedAt`) once its reading has caught up with the group
  * consumer's offers; the group consumer then offers the offsets from `attachedAt` on again, and passes by the ones
- * below it that it had not offered yet (the reading did).
+ * below it that it had not offered yet (the reading did). A backlog a new owner takes over from its cursor starts
+ * reading once the group consumer has offered everything below `start`: the lane gets the partition's events in
+ * order.
  */
 export class LaneBacklog {
   /** the partition as the bridge keys it */
@@ -46,6 +59,13 @@ export class LaneBacklog {
   private next: bigint;
   /** offsets read back and queued in the lane, not yet done */
   private readonly inLane = new Set<bigint>();
+  /** the first offset of the backlog: the group consumer offers what is below it */
+  private readonly start: bigint;
+  /** the position its cursor has in Kafka; the commit needs no hold from there on */
+  private durableAt: bigint | undefined;
+  private readonly cursor: CursorWriter;
+  /** taken over from a cursor, it reads only once the group consumer has offered everything below `start` */
+  private gated: boolean;
   private hold: CommitHold | undefined;
   /** where `hold` holds the commit */
   private heldAt = -1n;
@@ -68,18 +88,31 @@ export class LaneBacklog {
     /** the hand-back signal of the partition's records: the backlog is the partition owner's, and ends with it */
     private readonly signal: AbortSignal,
     private readonly deps: BacklogDeps,
-    from: bigint,
-    holdCommit: HoldCommit,
+    range: BacklogRange,
+    /** the record at `range.from`, unfinished; none for a backlog taken over from its cursor (it is in Kafka) */
+    holdCommit?: HoldCommit,
   ) {
     this.key = `${topic}\u0000${partition}`;
-    this.next = from;
-    this.updateHold(holdCommit);
+    this.start = range.from;
+    this.next = range.from;
+    this.attachedAt = range.until;
+    this.gated = !holdCommit;
+    if (!holdCommit) this.durableAt = range.from;
+    this.cursor = new CursorWriter({ subscriptionId, topic, partition }, signal, deps.cursors, (at) =>
+      this.written(at),
+    );
+    this.updatePoint(holdCommit);
     signal.addEventListener('abort', () => this.end(), { once: true });
   }
 
   /** whether the group consumer offers this offset to the lane; if not, the backlog has read it, or will */
   takes(offset: bigint): boolean {
-    return this.attachedAt !== undefined && offset >= this.attachedAt;
+    return offset < this.start || (this.attachedAt !== undefined && offset >= this.attachedAt);
+  }
+
+  /** it has read everything it owns: the group consumer offers from `attachedAt` on */
+  private get readAll(): boolean {
+    return this.attachedAt !== undefined && this.next >= this.attachedAt;
   }
 
   /**
@@ -89,6 +122,19 @@ export class LaneBacklog {
    */
   detachFrom(offset: bigint, holdCommit: HoldCommit): void {
     this.readAgainFrom(offset, holdCommit);
+  }
+
+  /**
+   * The lane's failing head, offered by the group consumer at `offset`, is now this backlog's: it stays in the lane,
+   * and its record (whose `holdCommit` this is) need not wait for it. `done` is to be called when it is done.
+   */
+  adoptHead(offset: bigint, holdCommit: HoldCommit): () => void {
+    this.inLane.add(offset);
+    // Offered after the backlog gave the partition back: the backlog answers for it again, and only for it.
+    if (this.attachedAt !== undefined && offset >= this.attachedAt) this.attachedAt = offset + 1n;
+    if (this.next <= offset) this.next = offset + 1n;
+    this.updatePoint(holdCommit);
+    return () => this.done(offset);
   }
 
   /** The lane let go of the callbacks read back from `offset` on (its head began failing): read them again. */
@@ -103,14 +149,18 @@ export class LaneBacklog {
     this.next = offset;
     this.attachedAt = undefined;
     this.stopReading();
-    this.updateHold(holdCommit);
+    this.updatePoint(holdCommit);
   }
 
   /** The group consumer has offered everything below `upTo`: a reading that got there gives the partition back. */
   offered(upTo: bigint): void {
+    if (this.gated && upTo >= this.start) {
+      this.gated = false;
+      this.resume();
+    }
     if (this.attachedAt === undefined) {
       if (this.current && this.next >= upTo) this.attach();
-    } else if (this.inLane.size === 0 && upTo >= this.attachedAt) {
+    } else if (this.readAll && this.inLane.size === 0 && upTo >= this.attachedAt) {
       this.finish();
     }
   }
@@ -123,7 +173,7 @@ export class LaneBacklog {
       go();
       return;
     }
-    if (this.ended || this.attachedAt !== undefined || this.current || this.retryTimer) return;
+    if (this.ended || this.gated || this.readAll || this.current || this.retryTimer) return;
     const lane = this.deps.lane();
     if (!lane.hasRoom()) {
       lane.wantRoom();
@@ -165,6 +215,10 @@ export class LaneBacklog {
     if (turn !== this.current) return;
     const offset = BigInt(record.offset);
     if (offset < this.next || this.ended) return;
+    if (this.attachedAt !== undefined && offset >= this.attachedAt) {
+      this.readTo(this.attachedAt);
+      return;
+    }
     const callback = this.deps.callbackFor(record);
     if (callback === 'ended') {
       this.finish();
@@ -189,45 +243,67 @@ export class LaneBacklog {
       );
     }
     this.next = offset + 1n;
-    this.updateHold();
-    if (this.next >= this.deps.offeredUpTo()) this.attach();
+    if (this.attachedAt !== undefined) {
+      if (this.readAll) this.readTo(this.attachedAt);
+      else this.updatePoint();
+    } else if (this.next >= this.deps.offeredUpTo()) this.attach();
+    else this.updatePoint();
   }
 
   private done(offset: bigint): void {
     if (!this.inLane.delete(offset)) return;
-    this.updateHold();
+    this.updatePoint();
     if (this.attachedAt !== undefined) this.offered(this.deps.offeredUpTo());
   }
 
   /** The reading has caught up with the group consumer: it offers this subscription's events again from `next`. */
   private attach(): void {
-    this.attachedAt = this.next;
+    this.readTo(this.next);
+  }
+
+  /** Everything below `end` is read: the group consumer offers the subscription's events from there. */
+  private readTo(end: bigint): void {
+    this.next = end;
+    this.attachedAt = end;
     this.stopReading();
-    this.updateHold();
+    this.updatePoint();
     this.offered(this.deps.offeredUpTo());
   }
 
-  /**
-   * The commit waits for the oldest callback read back and not done, and for what is not read yet. A hold only
-   * rises; a lower point takes a new hold, from the unfinished record there (`holdCommit`), before the old goes.
-   */
-  private updateHold(holdCommit?: HoldCommit): void {
-    let at = this.attachedAt === undefined ? this.next : undefined;
+  /** the oldest offset it still answers for: a callback read back and not done, or what is not read yet */
+  private point(): bigint | undefined {
+    let at = this.readAll ? undefined : this.next;
     for (const o of this.inLane) if (at === undefined || o < at) at = o;
+    return at;
+  }
+
+  /**
+   * Keeps the commit from passing the point: its cursor once written, a hold until then. A hold only rises; a point
+   * below both takes a new hold, from the unfinished record there (`holdCommit`), before the old one goes.
+   */
+  private updatePoint(holdCommit?: HoldCommit): void {
+    const at = this.point();
     if (at === undefined) {
       this.releaseHold();
     } else if (this.hold && at >= this.heldAt) {
       this.hold.moveTo(at);
       this.heldAt = at;
-    } else if (holdCommit) {
+    } else if (this.hold || this.durableAt === undefined || at < this.durableAt) {
+      // Callers lower the point only with the record there in hand: anything else is a bug, not a state to go on.
+      if (!holdCommit) throw new Error(`lane backlog of ${this.subscriptionId}: no hold can be taken at ${at}`);
       const old = this.hold;
       this.hold = holdCommit(at);
       this.heldAt = at;
       old?.release();
-    } else {
-      // Callers lower the point only with the record there in hand: this is a bug, not a state to go on from.
-      throw new Error(`lane backlog of ${this.subscriptionId}: no hold can be taken at ${at}`);
     }
+    this.cursor.save(at, this.attachedAt);
+  }
+
+  /** Its cursor is in Kafka at `at`: from there on the commit needs no hold. */
+  private written(at: bigint | undefined): void {
+    this.durableAt = at;
+    const now = this.point();
+    if (this.hold && at !== undefined && now !== undefined && at <= now) this.releaseHold();
   }
 
   private releaseHold(): void {
@@ -276,6 +352,7 @@ export class LaneBacklog {
   private finish(): void {
     this.end();
     this.releaseHold();
+    this.cursor.save(undefined, undefined);
     this.deps.forget(this);
   }
 

@@ -19,6 +19,8 @@ export interface Topics {
   deliveries: string;
   /** callbacks that exhausted their attempts, key = subscription UUID */
   callbackDeadLetters: string;
+  /** compacted: where each callback lane backlog stands, key = `<subscription>/<topic>/<partition>` */
+  callbackBacklogs: string;
   /** compacted: Idempotency-Key claims and answers, key = `<tenant>/<key>` (claims `!claim/<tenant>/<key>`) */
   idempotencyKeys: string;
 }
@@ -33,11 +35,12 @@ export function topicNames(prefix: string): Topics {
     domainEvents: `${prefix}domain-events`,
     deliveries: `${prefix}deliveries`,
     callbackDeadLetters: `${prefix}callback-dead-letters`,
+    callbackBacklogs: `${prefix}callback-backlogs`,
     idempotencyKeys: `${prefix}idempotency-keys`,
   };
 }
 
-const COMPACTED = ['resources', 'tasks', 'subscriptions', 'idempotencyKeys'] as const;
+const COMPACTED = ['resources', 'tasks', 'subscriptions', 'idempotencyKeys', 'callbackBacklogs'] as const;
 const WEEK_MS = String(7 * 24 * 3600 * 1000);
 const DAY_MS = String(24 * 3600 * 1000);
 

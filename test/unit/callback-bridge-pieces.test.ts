@@ -1,5 +1,6 @@
 import { MockAgent, type Agent } from 'undici';
 import { callbackBody, parseEvent, webhookId } from '../../consumers/callback-bridge/bridge-event';
+import type { BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
 import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
 import { createLogger } from '../../src/logger';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
@@ -114,7 +115,9 @@ describe('CallbackBridge.admit: an event is matched against every subscription c
           domainEvents: 'domain-events',
           deliveries: 'deliveries',
           callbackDeadLetters: 'dlq',
+          callbackBacklogs: 'backlogs',
         },
+        cursors: new FakeView<BacklogCursor>(),
         subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
         groupId: 'bridge',
         allowPrivate: true,

@@ -5,7 +5,9 @@ import { createLogger } from '../../src/logger';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { until } from '../support/until';
-import { FakeCommitHolds, FakePartitionReader, FakePublisher, FakeView } from './fakes';
+import { FakeCommitHolds, FakeKafka, FakePartitionReader, FakePublisher, FakeView } from './fakes';
+import { BACKLOG_CURSORS_VIEW, type BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
+import { topicNames } from '../../src/kafka/topics';
 
 /*
  * A lane holds a bounded number of callbacks; what it has no room for (its buffer is full, or its head is failing)
@@ -15,7 +17,7 @@ import { FakeCommitHolds, FakePartitionReader, FakePublisher, FakeView } from '.
  * handed over in order, without waiting for the last one's callbacks.
  */
 const ORIGIN = 'http://receiver.test';
-const TOPIC = 'domain-events';
+const TOPIC = topicNames('unit.').domainEvents;
 
 function subscription(id: string): Subscription {
   const at = new Date(0).toISOString();
@@ -32,32 +34,44 @@ function subscription(id: string): Subscription {
   };
 }
 
+/** every test's partition, handed back when it ends (as a stop does): its backlogs and cursor writers stop */
+const handBacks: AbortController[] = [];
+afterEach(() => {
+  for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
+});
+
 function setup(laneBuffer: number, delayMs = 0) {
-  const publisher = new FakePublisher();
+  const kafka = new FakeKafka();
+  const { publisher, topics } = kafka;
+  const cursors = kafka.viewOf(BACKLOG_CURSORS_VIEW);
   const view = new FakeView<Subscription>();
   // Synced long after every event here: matching needs no sync, and every lane is within its lease.
   view.syncedAt = Date.now() + 3600000;
+  cursors.syncedAt = view.syncedAt;
   const agent = new MockAgent();
   agent.disableNetConnect();
   const reader = new FakePartitionReader(publisher);
   const logger = createLogger('silent');
-  const bridge = new CallbackBridge(
-    {
-      runGroupConsumer: () => Promise.reject(new Error('not used here')),
-      reader,
-      publisher,
-      topics: { taskEvents: 'task-events', domainEvents: TOPIC, deliveries: 'deliveries', callbackDeadLetters: 'dlq' },
-      subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
-      groupId: 'bridge',
-      allowPrivate: true,
-      concurrency: 1000,
-      callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer },
-      kafkaTimeoutMs: 1000,
+  /** A bridge process on these fakes; a second one plays the bridge that takes a partition over. */
+  const newBridge = () =>
+    new CallbackBridge(
+      {
+        runGroupConsumer: () => Promise.reject(new Error('not used here')),
+        reader,
+        cursors,
+        publisher,
+        topics,
+        subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
+        groupId: 'bridge',
+        allowPrivate: true,
+        concurrency: 1000,
+        callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer },
+        kafkaTimeoutMs: 1000,
+        logger,
+      },
+      agent as unknown as Agent,
       logger,
-    },
-    agent as unknown as Agent,
-    logger,
-  );
+    );
   /** per subscription: the order numbers its receiver accepted, in the order they came */
   const accepted = new Map<string, number[]>();
   /** per subscription: whether its receiver answers 503 */
@@ -75,7 +89,22 @@ function setup(laneBuffer: number, delayMs = 0) {
       return { statusCode: 204 };
     });
   (delayMs > 0 ? interceptor.delay(delayMs) : interceptor).persist();
-  return { publisher, view, reader, bridge, agent, accepted, down, attempts: () => attempts };
+  const handBack = new AbortController();
+  handBacks.push(handBack);
+  return {
+    publisher,
+    view,
+    reader,
+    cursors,
+    bridge: newBridge(),
+    newBridge,
+    agent,
+    accepted,
+    down,
+    signal: handBack.signal,
+    handBack,
+    attempts: () => attempts,
+  };
 }
 
 /** `count` order.created events on partition 0, committed to the fake log, as the group consumer hands them over. */
@@ -98,25 +127,27 @@ async function events(publisher: FakePublisher, count: number, first = 0): Promi
 
 const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
+const cursorOf = (cursors: { get(key: string): BacklogCursor | undefined }, sub: string) =>
+  cursors.get(`${sub}/${TOPIC}/0`);
+
 describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets every event later, in order', () => {
-  test('a subscription whose endpoint is down does not keep the others waiting; the commit waits for it', async () => {
-    const { publisher, view, bridge, agent, accepted, down, attempts } = setup(2);
+  test('a subscription whose endpoint is down keeps no other waiting, nor the commit: its cursor is in Kafka', async () => {
+    const { publisher, view, cursors, bridge, agent, accepted, down, signal, attempts } = setup(2);
     view.set('dead', subscription('dead'));
     view.set('healthy', subscription('healthy'));
     down.add('dead');
     const holds = new FakeCommitHolds();
-    const signal = new AbortController().signal;
     const records = await events(publisher, 30);
     const handled = records.map(() => false);
     records.forEach((r, i) => void bridge.onEvent(r, signal, holds.holdCommit).then(() => (handled[i] = true)));
 
     await until(async () => ((accepted.get('healthy') ?? []).length === 30 ? true : undefined), 5000, 5);
     expect(accepted.get('healthy')).toEqual(range(0, 30));
-    // Only the dead lane's head is still being handled; every other record is finished, its callbacks delivered
-    // or passed to the backlog, and the commit is held at the first event the dead lane let go.
-    await until(async () => (handled.filter(Boolean).length === 29 ? true : undefined), 5000, 5);
-    expect(handled[0]).toBe(false);
-    expect(holds.lowest).toBe(BigInt(records[1].offset));
+    // Every record is finished, the dead lane's head too (its backlog took it over): the group consumer may commit
+    // past them all once the backlog's cursor is written; a hold keeps the commit at the head until then.
+    await until(async () => (handled.every(Boolean) ? true : undefined), 5000, 5);
+    await until(async () => (holds.lowest === undefined ? true : undefined), 5000, 5);
+    expect(cursorOf(cursors, 'dead')).toMatchObject({ from: records[0].offset });
     const tried = attempts();
     await until(async () => (attempts() > tried + 3 ? true : undefined), 5000, 5);
     expect(accepted.get('dead')).toBeUndefined();
@@ -124,18 +155,41 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     down.delete('dead');
     await until(async () => ((accepted.get('dead') ?? []).length >= 30 ? true : undefined), 5000, 5);
     expect(accepted.get('dead')).toEqual(range(0, 30));
-    await until(async () => (handled[0] ? true : undefined), 5000, 5);
-    // Everything delivered and the partition given back: nothing holds the commit.
-    await until(async () => (holds.lowest === undefined ? true : undefined), 5000, 5);
+    // Delivered: the cursor is removed (after its linger), and nothing holds the commit.
+    await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 5000, 20);
+    expect(holds.lowest).toBeUndefined();
+    await agent.close();
+  });
+
+  test('a bridge that takes the partition over reads the backlog from its cursor; the others get no repeats', async () => {
+    const { publisher, view, cursors, bridge, newBridge, agent, accepted, down, handBack } = setup(2);
+    view.set('dead', subscription('dead'));
+    view.set('healthy', subscription('healthy'));
+    down.add('dead');
+    const holds = new FakeCommitHolds();
+    const first = await events(publisher, 20);
+    first.forEach((r) => void bridge.onEvent(r, handBack.signal, holds.holdCommit).catch(() => undefined));
+    await until(async () => ((accepted.get('healthy') ?? []).length === 20 ? true : undefined), 5000, 5);
+    await until(async () => (cursorOf(cursors, 'dead') && holds.lowest === undefined ? true : undefined), 5000, 5);
+    // The bridge crashes (its partition handed back); the group consumer had committed past all 20 records.
+    handBack.abort(new Error('crashed'));
+    down.delete('dead');
+    const next = newBridge();
+    const takeOver = new AbortController();
+    const later = await events(publisher, 5, 20);
+    await Promise.all(later.map((r) => next.onEvent(r, takeOver.signal, new FakeCommitHolds().holdCommit)));
+    await until(async () => ((accepted.get('dead') ?? []).length >= 25 ? true : undefined), 5000, 5);
+    expect(accepted.get('dead')).toEqual(range(0, 25));
+    expect(accepted.get('healthy')).toEqual(range(0, 25));
+    takeOver.abort(new Error('test over'));
     await agent.close();
   });
 
   test('a full buffer sends the rest to the backlog; events after it is given back come from the group consumer', async () => {
     // A receiver slower than the group consumer hands events over, as on a busy partition: the buffer fills.
-    const { publisher, view, reader, bridge, agent, accepted } = setup(3, 2);
+    const { publisher, view, reader, bridge, agent, accepted, signal } = setup(3, 2);
     view.set('s', subscription('s'));
     const holds = new FakeCommitHolds();
-    const signal = new AbortController().signal;
     const readFrom: string[] = [];
     reader.opened.add((o) => readFrom.push(o.fromOffset));
     const first = await events(publisher, 40);
@@ -154,11 +208,10 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
   });
 
   test('a handed-back partition ends its backlogs: no reading is left open, and nothing is read again here', async () => {
-    const { publisher, view, reader, bridge, agent, down } = setup(1);
+    const { publisher, view, reader, bridge, agent, down, handBack } = setup(1);
     view.set('dead', subscription('dead'));
     down.add('dead');
     const holds = new FakeCommitHolds();
-    const handBack = new AbortController();
     const records = await events(publisher, 10);
     const handling = records.map((r) => bridge.onEvent(r, handBack.signal, holds.holdCommit).catch(() => undefined));
     await until(async () => (holds.lowest !== undefined ? true : undefined), 5000, 5);

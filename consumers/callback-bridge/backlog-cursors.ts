@@ -1,0 +1,114 @@
+import type { Publisher, StateView, ViewSpec } from '../../src/kafka/types';
+import { pause } from '../../src/lib/abortable-sleep';
+import { retryDelayMs } from '../../src/lib/backoff';
+import type { Logger } from '../../src/logger';
+
+/**
+ * Where a lane backlog stands, kept in the compacted `callback-backlogs` topic (key
+ * `<subscription>/<topic>/<partition>`): the subscription's events of that partition from `from` on are the
+ * backlog's, not yet delivered, up to `until` when the group consumer offers them again from there. With it, the
+ * group consumer commits past a dead endpoint's events, and a bridge that takes the partition over reads them from
+ * `from` (at least once), instead of every subscription of the partition getting everything since the oldest
+ * undelivered event again.
+ */
+export interface BacklogCursor {
+  subscriptionId: string;
+  topic: string;
+  partition: number;
+  from: string;
+  until?: string;
+}
+
+export function decodeBacklogCursor(value: string): BacklogCursor {
+  const c = JSON.parse(value) as BacklogCursor;
+  if (typeof c?.subscriptionId !== 'string' || typeof c.topic !== 'string' || typeof c.from !== 'string') {
+    throw new Error('not a backlog cursor');
+  }
+  return c;
+}
+
+export const BACKLOG_CURSORS_VIEW: ViewSpec<BacklogCursor> = { topic: 'callbackBacklogs', decode: decodeBacklogCursor };
+
+export const cursorKey = (subscriptionId: string, topic: string, partition: number) =>
+  `${subscriptionId}/${topic}/${partition}`;
+
+/**
+ * How long a backlog's new position waits before it is written: the cursor bounds what a crash sends again, so it
+ * may lag; one write a second per backlog at most, however fast the lane delivers.
+ */
+export const CURSOR_LINGER_MS = 1000;
+
+export interface CursorDeps {
+  publisher: Publisher;
+  /** the callback-backlogs topic */
+  topic: string;
+  logger: Logger;
+  kafkaTimeoutMs: number;
+}
+
+/**
+ * One backlog's cursor writer: the latest position is written after a linger, one write at a time; a failed write
+ * is tried again with backoff. Writes stop when the partition is handed back (its next owner writes its own).
+ * `durable` is told each position once it is in Kafka (undefined: the cursor was removed).
+ */
+export class CursorWriter {
+  private wanted: { from?: bigint; until?: bigint } | undefined;
+  private writing = false;
+
+  constructor(
+    private readonly at: { subscriptionId: string; topic: string; partition: number },
+    private readonly signal: AbortSignal,
+    private readonly deps: CursorDeps,
+    private readonly durable: (from: bigint | undefined) => void,
+  ) {}
+
+  /** The position to keep: the backlog's from `from` (undefined: it has none left), given back at `until`. */
+  save(from: bigint | undefined, until: bigint | undefined): void {
+    this.wanted = { from, until };
+    if (!this.writing) void this.write();
+  }
+
+  private async write(): Promise<void> {
+    this.writing = true;
+    try {
+      for (let failures = 0; this.wanted && !this.signal.aborted;) {
+        await pause(failures === 0 ? CURSOR_LINGER_MS : retryDelayMs(failures, 200, 5000), this.signal);
+        const wanted = this.wanted;
+        if (!wanted || this.signal.aborted) return;
+        this.wanted = undefined;
+        try {
+          await this.deps.publisher.publish([this.record(wanted)], { timeoutMs: this.deps.kafkaTimeoutMs });
+          failures = 0;
+          this.durable(wanted.from);
+        } catch (err) {
+          failures += 1;
+          this.wanted ??= wanted;
+          this.deps.logger.warn({ ...this.at, err }, 'could not write a lane backlog cursor; trying again');
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private record(wanted: { from?: bigint; until?: bigint }) {
+    const { subscriptionId, topic, partition } = this.at;
+    const key = cursorKey(subscriptionId, topic, partition);
+    if (wanted.from === undefined) return { topic: this.deps.topic, key, value: null };
+    const cursor: BacklogCursor = {
+      subscriptionId,
+      topic,
+      partition,
+      from: wanted.from.toString(),
+      until: wanted.until?.toString(),
+    };
+    return { topic: this.deps.topic, key, value: JSON.stringify(cursor) };
+  }
+}
+
+/** The cursors of one partition, from this process's view of the topic: the backlogs a new owner reads on. */
+export function cursorsOf(view: StateView<BacklogCursor>, topic: string, partition: number): BacklogCursor[] {
+  const found: BacklogCursor[] = [];
+  for (const c of view.values()) if (c.topic === topic && c.partition === partition) found.push(c);
+  return found;
+}
