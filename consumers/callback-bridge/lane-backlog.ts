@@ -237,10 +237,15 @@ export class LaneBacklog {
       }
       this.inLane.add(offset);
       const exit = this.deps.lane().enqueue(callback, this.signal, { partition: this.key, offset, backlog: this });
-      exit.then(
-        (how: LaneExit) => how === 'done' && this.done(offset),
-        () => undefined, // handed back: the partition's next owner reads it again
-      );
+      exit
+        .then(
+          (how: LaneExit) => how === 'done' && this.done(offset),
+          () => undefined, // handed back: the partition's next owner reads it again
+        )
+        .catch((err: unknown) => {
+          const at = { topic: this.topic, partition: this.partition, subscriptionId: this.subscriptionId };
+          this.deps.logger.error({ ...at, offset: record.offset, err }, 'lane backlog bookkeeping failed');
+        });
     }
     this.next = offset + 1n;
     if (this.attachedAt !== undefined) {
@@ -251,7 +256,8 @@ export class LaneBacklog {
   }
 
   private done(offset: bigint): void {
-    if (!this.inLane.delete(offset)) return;
+    // Ended (its subscription, or its partition): nothing is held or written for it any more.
+    if (!this.inLane.delete(offset) || this.ended) return;
     this.updatePoint();
     if (this.attachedAt !== undefined) this.offered(this.deps.offeredUpTo());
   }
@@ -326,9 +332,14 @@ export class LaneBacklog {
     this.retryTimer.unref();
   }
 
-  /** Another backlog waits for a reading slot and this one only waits for room: it stops, to read on later. */
-  yieldSlot(): void {
+  /**
+   * Another backlog waits for a reading slot: if this one still only waits for room, it stops, to read on once the
+   * lane has room (it has asked for it). False when it is reading again, or stopped already: it keeps its turn.
+   */
+  yieldSlot(): boolean {
+    if (!this.waiting || !this.slotHeld) return false;
     this.stopReading();
+    return true;
   }
 
   private stopReading(): void {

@@ -1,7 +1,8 @@
 /** What waits for a reading slot: told to try again when one is free; asked to give its slot up when only idle. */
 export interface SlotWaiter {
   resume(): void;
-  yieldSlot(): void;
+  /** gives the slot up if it only waits for room; false if it is reading after all (it keeps its slot) */
+  yieldSlot(): boolean;
 }
 
 /**
@@ -49,7 +50,9 @@ export class ReadingSlots {
     if (this.waiting.size === 0 || this.idlers.size === 0) return;
     const [idler] = this.idlers;
     this.idlers.delete(idler);
-    queueMicrotask(() => idler.yieldSlot());
+    queueMicrotask(() => {
+      if (!idler.yieldSlot()) this.askIdlerToYield();
+    });
   }
 
   /** Gives a slot back: waiters are resumed in turn until one takes it (one that cannot read now leaves it). */

@@ -11,10 +11,12 @@ function backlog(slots: ReadingSlots, log: string[], name: string) {
       }
     },
     yieldSlot: () => {
+      if (!b.reading) return false;
       b.reading = false;
       log.push(`${name} yields`);
       slots.busy(b);
       slots.give();
+      return true;
     },
   };
   return b;
@@ -38,7 +40,7 @@ describe('ReadingSlots (lane backlogs take turns at reading from Kafka)', () => 
     const slots = new ReadingSlots(1);
     const log: string[] = [];
     const a = backlog(slots, log, 'a');
-    const gone: SlotWaiter = { resume: () => log.push('gone declines'), yieldSlot: () => undefined };
+    const gone: SlotWaiter = { resume: () => log.push('gone declines'), yieldSlot: () => false };
     const c = backlog(slots, log, 'c');
     a.resume();
     slots.take(gone);
@@ -76,5 +78,20 @@ describe('ReadingSlots (lane backlogs take turns at reading from Kafka)', () => 
     a.reading = false;
     slots.give();
     expect(log).toEqual(['a reads']);
+  });
+  test('an idle holder that is reading again by the time it is asked keeps its slot; the next idler is asked', async () => {
+    const slots = new ReadingSlots(2);
+    const log: string[] = [];
+    const [a, b, c] = ['a', 'b', 'c'].map((n) => backlog(slots, log, n));
+    a.resume();
+    b.resume();
+    slots.idle(a);
+    slots.idle(b);
+    // a was woken (room came) before the request to yield ran: it reads, and declines.
+    a.reading = false;
+    a.yieldSlot = () => false;
+    c.resume();
+    await new Promise((r) => setImmediate(r));
+    expect(log).toEqual(['a reads', 'b reads', 'b yields', 'c reads']);
   });
 });

@@ -1,0 +1,220 @@
+import type { CommitHold, IncomingRecord, PartitionReader, Publisher, StateView } from '../../src/kafka/types';
+import { pause } from '../../src/lib/abortable-sleep';
+import { retryDelayMs } from '../../src/lib/backoff';
+import type { Logger } from '../../src/logger';
+import { wants, type Subscription } from '../../src/subscriptions/subscription';
+import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
+import { cursorsOf, type BacklogCursor, type CursorDeps } from './backlog-cursors';
+import { parseEvent, type BridgeEvent } from './bridge-event';
+import { LaneStopped, type CallbackParts, type DeliveryLane, type LaneJob } from './delivery-lanes';
+import { LaneBacklog, type BacklogDeps, type BacklogRange } from './lane-backlog';
+import { ReadingSlots } from './reading-slots';
+
+export type HoldCommit = (offset: bigint) => CommitHold;
+
+/**
+ * Lane backlogs that read from Kafka at once (each reading a consumer of its own, ReadingSlots): enough for every
+ * partition of a few slow subscriptions, few enough that hundreds of lanes filling together open no storm of them.
+ */
+const BACKLOG_READINGS = 32;
+
+/** One partition as this member offers it to the lanes, for as long as it owns it (one hand-back signal). */
+export interface PartitionOffers {
+  topic: string;
+  partition: number;
+  signal: AbortSignal;
+  /** the next offset to offer: every record below it has been offered to its lanes, or passed to their backlogs */
+  next: bigint;
+  /** per subscription: its events of this partition that its lane had no room for */
+  backlogs: Map<string, LaneBacklog>;
+  /** the backlogs left by the partition's previous owner are taken over (their cursors read) */
+  restored: boolean;
+}
+
+export interface LaneSourcesDeps {
+  reader: PartitionReader;
+  cursors: StateView<BacklogCursor>;
+  subscriptions: SubscriptionStore;
+  publisher: Publisher;
+  topics: { taskEvents: string; callbackBacklogs: string };
+  logger: Logger;
+  kafkaTimeoutMs: number;
+  /** the subscription's lane, made if there is none */
+  lane(subscriptionId: string): DeliveryLane;
+  /** the callback an event makes for a subscription */
+  callbackParts(sub: Subscription, e: BridgeEvent, record: IncomingRecord): CallbackParts;
+}
+
+/**
+ * Where each lane's callbacks come from: the group consumer's records, offered in offset order per partition, or the
+ * lane's backlog on a partition, read again from Kafka (LaneBacklog). A lane with room takes what is offered; one
+ * without room (a full buffer, a failing head) has its events of that partition read back later instead, so one
+ * dead or slow endpoint holds a bounded part of the bridge, never all of it. Never both for one offset.
+ */
+export class LaneSources {
+  private readonly partitions = new Map<string, PartitionOffers>();
+  private readonly readingSlots = new ReadingSlots(BACKLOG_READINGS);
+  private readonly cursorDeps: CursorDeps;
+
+  constructor(private readonly deps: LaneSourcesDeps) {
+    const { publisher, logger, kafkaTimeoutMs } = deps;
+    this.cursorDeps = { publisher, topic: deps.topics.callbackBacklogs, logger, kafkaTimeoutMs };
+  }
+
+  /** The partition's offers under this hand-back signal: a partition owned again starts afresh. */
+  offersOf(record: IncomingRecord, signal: AbortSignal): PartitionOffers {
+    const key = `${record.topic}\u0000${record.partition}`;
+    let offers = this.partitions.get(key);
+    if (offers?.signal !== signal) {
+      const { topic, partition } = record;
+      const next = BigInt(record.offset);
+      const fresh: PartitionOffers = { topic, partition, signal, next, backlogs: new Map(), restored: false };
+      this.partitions.set(key, (offers = fresh));
+      signal.addEventListener(
+        'abort',
+        () => {
+          if (this.partitions.get(key) === fresh) this.partitions.delete(key);
+        },
+        { once: true },
+      );
+    }
+    return offers;
+  }
+
+  /**
+   * Offers one subscription's callback of the record at `offset` to its lane: its delivery, or undefined when the
+   * backlog has read it or will (the lane has no room: from here on the backlog reads the partition for it).
+   */
+  offer(
+    offers: PartitionOffers,
+    sub: Subscription,
+    offset: bigint,
+    holdCommit: HoldCommit,
+    callback: () => CallbackParts,
+  ): Promise<unknown> | undefined {
+    const backlog = offers.backlogs.get(sub.id);
+    if (backlog && !backlog.takes(offset)) return undefined;
+    const lane = this.deps.lane(sub.id);
+    if (!lane.hasRoom()) {
+      if (backlog) backlog.detachFrom(offset, holdCommit);
+      else offers.backlogs.set(sub.id, this.backlog(sub.id, offers, { from: offset }, holdCommit));
+      lane.wantRoom();
+      return undefined;
+    }
+    const origin = { partition: `${offers.topic}\u0000${offers.partition}`, offset, holdCommit };
+    return lane.enqueue(callback(), offers.signal, origin);
+  }
+
+  /** Everything below `upTo` is offered: backlogs whose reading has caught up give the partition back. */
+  offered(offers: PartitionOffers, upTo: bigint): void {
+    offers.next = upTo;
+    for (const backlog of offers.backlogs.values()) backlog.offered(upTo);
+  }
+
+  /**
+   * The backlogs the partition's previous owner left, from their cursors: read before the partition's first record
+   * is offered, so none of their events is offered twice. Retried in place, like matching.
+   */
+  async restore(offers: PartitionOffers): Promise<void> {
+    const { signal, topic, partition } = offers;
+    const views = [this.deps.cursors, this.deps.subscriptions.view];
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      try {
+        const now = Date.now();
+        await Promise.all(views.map((v) => v.syncedSince(now, this.deps.kafkaTimeoutMs)));
+        break;
+      } catch (err) {
+        const retryInMs = retryDelayMs(failures, 100, 5000);
+        this.deps.logger.warn({ topic, partition, err, retryInMs }, 'could not read the backlog cursors; trying again');
+        await pause(retryInMs, signal);
+      }
+    }
+    if (signal.aborted) return;
+    offers.restored = true;
+    for (const c of cursorsOf(this.deps.cursors, topic, partition)) {
+      if (offers.backlogs.has(c.subscriptionId)) continue;
+      const range = { from: BigInt(c.from), until: c.until === undefined ? undefined : BigInt(c.until) };
+      offers.backlogs.set(c.subscriptionId, this.backlog(c.subscriptionId, offers, range));
+    }
+  }
+
+  /**
+   * The lane's head is failing. A head the group consumer offered is taken over by its partition's backlog, so its
+   * record finishes and the partition's commit is held by the backlog's cursor, not by a dead endpoint. The callbacks
+   * queued behind it are let go: each partition's are read again from the first.
+   */
+  evicted(subscriptionId: string, jobs: LaneJob[], head: LaneJob): void {
+    this.adopt(subscriptionId, head);
+    // Per partition, the first one let go: the backlog reads again from there (a lane keeps each partition's order).
+    const first = new Map<string, LaneJob>();
+    // The jobs of a partition handed back (and maybe taken again since) are the next owner's; they are not firsts.
+    for (const job of jobs) {
+      if (job.origin && !job.signal.aborted && !first.has(job.origin.partition)) first.set(job.origin.partition, job);
+    }
+    for (const { origin, signal } of first.values()) {
+      const offers = origin && this.partitions.get(origin.partition);
+      // A handed-back partition's callbacks are the next owner's: nothing to read again here.
+      if (!origin || !offers || offers.signal !== signal || signal.aborted) continue;
+      const backlog = offers.backlogs.get(subscriptionId);
+      if ('backlog' in origin) origin.backlog.rewind(origin.offset);
+      else if (backlog) backlog.detachFrom(origin.offset, origin.holdCommit);
+      else {
+        const backlog = this.backlog(subscriptionId, offers, { from: origin.offset }, origin.holdCommit);
+        offers.backlogs.set(subscriptionId, backlog);
+      }
+    }
+    for (const job of jobs) {
+      if (job.signal.aborted) job.reject(new LaneStopped());
+      else job.resolve('evicted');
+    }
+    this.deps.lane(subscriptionId).wantRoom();
+  }
+
+  /** The subscription's lane has room again: its backlogs read on. */
+  roomIn(subscriptionId: string): void {
+    for (const offers of this.partitions.values()) offers.backlogs.get(subscriptionId)?.resume();
+  }
+
+  private adopt(subscriptionId: string, head: LaneJob): void {
+    const { origin, signal } = head;
+    if (!origin || 'backlog' in origin || signal.aborted) return;
+    const offers = this.partitions.get(origin.partition);
+    if (!offers || offers.signal !== signal) return;
+    let backlog = offers.backlogs.get(subscriptionId);
+    if (!backlog) {
+      backlog = this.backlog(subscriptionId, offers, { from: origin.offset }, origin.holdCommit);
+      offers.backlogs.set(subscriptionId, backlog);
+    }
+    head.adopted = backlog.adoptHead(origin.offset, origin.holdCommit);
+    head.resolve('evicted');
+  }
+
+  private backlog(
+    subscriptionId: string,
+    offers: PartitionOffers,
+    range: BacklogRange,
+    holdCommit?: HoldCommit,
+  ): LaneBacklog {
+    const { deps } = this;
+    const backlogDeps: BacklogDeps = {
+      reader: deps.reader,
+      logger: deps.logger,
+      kafkaTimeoutMs: deps.kafkaTimeoutMs,
+      lane: () => deps.lane(subscriptionId),
+      callbackFor: (r) => {
+        const sub = deps.subscriptions.get(subscriptionId);
+        if (!sub || sub.status !== 'active') return 'ended';
+        const e = parseEvent(r, deps.topics.taskEvents);
+        return e && wants(sub, e) ? deps.callbackParts(sub, e, r) : undefined;
+      },
+      offeredUpTo: () => offers.next,
+      slots: this.readingSlots,
+      cursors: this.cursorDeps,
+      forget: (b) => {
+        if (offers.backlogs.get(subscriptionId) === b) offers.backlogs.delete(subscriptionId);
+      },
+    };
+    const { topic, partition, signal } = offers;
+    return new LaneBacklog(topic, partition, subscriptionId, signal, backlogDeps, range, holdCommit);
+  }
+}
