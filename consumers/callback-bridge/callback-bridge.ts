@@ -24,6 +24,13 @@ import { createCallbackAgent } from './send-callback';
  */
 const HISTORY_LINGER_MS = 50;
 
+/**
+ * The share of CALLBACK_CONCURRENCY that waiting callbacks may take before every lane keeps to its buffer
+ * (BridgeWaiting): a burst to one healthy subscription is delivered from memory, and a slow one still leaves a tenth
+ * of the budget to the others.
+ */
+const SPARE_SHARE = 0.9;
+
 export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   /** where lane backlogs are read again from (lane-backlog.ts) */
@@ -59,7 +66,9 @@ export class CallbackBridge {
     agent: LaneDeps['agent'],
     private readonly logger: Logger,
   ) {
-    this.laneDeps = { ...deps, agent, logger, history: new AttemptRecorder(deps.publisher, HISTORY_LINGER_MS) };
+    const history = new AttemptRecorder(deps.publisher, HISTORY_LINGER_MS);
+    const waiting = { count: 0, spare: Math.floor(deps.concurrency * SPARE_SHARE) };
+    this.laneDeps = { ...deps, agent, logger, history, waiting };
     this.sources = new LaneSources({
       ...deps,
       logger,

@@ -35,6 +35,18 @@ export interface LaneDeps {
   kafkaTimeoutMs: number;
   metrics?: Pick<ServiceMetrics, 'callbackAttempt'>;
   tracer?: Tracer;
+  /** callbacks waiting in every lane of the bridge, against what they may take before lanes keep to their buffer */
+  waiting?: BridgeWaiting;
+}
+
+/**
+ * The callbacks waiting in all of a bridge's lanes. While they are below `spare`, a healthy lane queues past its
+ * buffer (in memory is the fast path); above it, each keeps to CALLBACK_LANE_BUFFER, so a slow endpoint's backlog
+ * never takes the last of the bridge's budget from the others.
+ */
+export interface BridgeWaiting {
+  count: number;
+  readonly spare: number;
 }
 
 /** Why a lane stopped working on a callback before it was done: its event goes back to the consumer group. */
@@ -111,6 +123,7 @@ export class DeliveryLane {
   enqueue(message: CallbackParts, signal: AbortSignal, origin?: JobOrigin): Promise<LaneExit> {
     return new Promise((resolve, reject) => {
       this.queue.push({ message, signal, origin, resolve, reject });
+      if (this.deps.waiting) this.deps.waiting.count += 1;
       if (!this.working) void this.work();
     });
   }
@@ -121,7 +134,11 @@ export class DeliveryLane {
    * the bridge, never all of it.
    */
   hasRoom(): boolean {
-    return !this.failing && this.queue.length < this.deps.callbacks.laneBuffer;
+    if (this.failing) return false;
+    const { waiting } = this.deps;
+    return (
+      this.queue.length < this.deps.callbacks.laneBuffer || (waiting !== undefined && waiting.count < waiting.spare)
+    );
   }
 
   /** onRoom is called once the lane has room again */
@@ -135,9 +152,15 @@ export class DeliveryLane {
     this.events.onRoom?.();
   }
 
+  private taken(): LaneJob | undefined {
+    const job = this.queue.shift();
+    if (job && this.deps.waiting) this.deps.waiting.count -= 1;
+    return job;
+  }
+
   private async work(): Promise<void> {
     this.working = true;
-    for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+    for (let job = this.taken(); job; job = this.taken()) {
       this.roomMayHaveOpened();
       // The attempt history is written behind the lane: the next callback need not wait for it, its event does.
       const writes: Promise<void>[] = [];
@@ -170,7 +193,9 @@ export class DeliveryLane {
     if (this.failing) return;
     this.failing = true;
     if (!this.events.onEvicted || !this.head) return;
-    this.events.onEvicted(this.queue.splice(0), this.head);
+    const evicted = this.queue.splice(0);
+    if (this.deps.waiting) this.deps.waiting.count -= evicted.length;
+    this.events.onEvicted(evicted, this.head);
   }
 
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {

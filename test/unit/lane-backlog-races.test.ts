@@ -66,7 +66,8 @@ function setup(laneBuffer: number, delayMs = 0, wrap?: (reader: PartitionReader)
       subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
       groupId: 'bridge',
       allowPrivate: true,
-      concurrency: 1000,
+      // A bridge budget no larger than a lane's buffer: every lane keeps to its buffer (BridgeWaiting).
+      concurrency: laneBuffer,
       callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer },
       kafkaTimeoutMs: 1000,
       logger,

@@ -40,7 +40,11 @@ afterEach(() => {
   for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
 });
 
-function setup(laneBuffer: number, delayMs = 0) {
+/**
+ * The bridge's budget is, unless given, no larger than a lane's buffer: every lane keeps to its buffer, as under
+ * pressure (BridgeWaiting).
+ */
+function setup(laneBuffer: number, delayMs = 0, concurrency = laneBuffer) {
   const kafka = new FakeKafka();
   const { publisher, topics } = kafka;
   const cursors = kafka.viewOf(BACKLOG_CURSORS_VIEW);
@@ -64,7 +68,7 @@ function setup(laneBuffer: number, delayMs = 0) {
         subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
         groupId: 'bridge',
         allowPrivate: true,
-        concurrency: 1000,
+        concurrency,
         callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer },
         kafkaTimeoutMs: 1000,
         logger,
@@ -219,6 +223,19 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     handBack.abort(new Error('revoked'));
     await Promise.all(handling);
     expect(reader.openReadings).toBe(0);
+    await agent.close();
+  });
+  test('while the bridge has budget to spare, a healthy lane takes a burst in memory, past its buffer', async () => {
+    const { publisher, view, reader, bridge, agent, accepted, signal } = setup(3, 2, 1000);
+    view.set('s', subscription('s'));
+    const holds = new FakeCommitHolds();
+    let readings = 0;
+    reader.opened.add(() => (readings += 1));
+    const records = await events(publisher, 40);
+    await Promise.all(records.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
+    expect(accepted.get('s')).toEqual(range(0, 40));
+    expect(readings).toBe(0);
+    expect(holds.lowest).toBeUndefined();
     await agent.close();
   });
 });
