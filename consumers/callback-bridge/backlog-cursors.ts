@@ -46,25 +46,31 @@ export interface CursorDeps {
   kafkaTimeoutMs: number;
 }
 
+interface Wanted {
+  from?: bigint;
+  until?: bigint;
+  durable?: (from: bigint | undefined) => void;
+}
+
 /**
- * One backlog's cursor writer: the latest position is written after a linger, one write at a time; a failed write
- * is tried again with backoff. Writes stop when the partition is handed back (its next owner writes its own).
- * `durable` is told each position once it is in Kafka (undefined: the cursor was removed).
+ * The cursor writer of one subscription's backlogs on one partition, for as long as this member owns it: the latest
+ * position is written after a linger, one write at a time, so a backlog that ends and the next one of the same key
+ * never race; a failed write is tried again with backoff. Writes stop when the partition is handed back (its next
+ * owner writes its own). `durable` is told the position once it is in Kafka (undefined: the cursor was removed).
  */
 export class CursorWriter {
-  private wanted: { from?: bigint; until?: bigint } | undefined;
+  private wanted: Wanted | undefined;
   private writing = false;
 
   constructor(
     private readonly at: { subscriptionId: string; topic: string; partition: number },
     private readonly signal: AbortSignal,
     private readonly deps: CursorDeps,
-    private readonly durable: (from: bigint | undefined) => void,
   ) {}
 
   /** The position to keep: the backlog's from `from` (undefined: it has none left), given back at `until`. */
-  save(from: bigint | undefined, until: bigint | undefined): void {
-    this.wanted = { from, until };
+  save(from: bigint | undefined, until: bigint | undefined, durable?: (from: bigint | undefined) => void): void {
+    this.wanted = { from, until, durable };
     if (!this.writing) void this.write();
   }
 
@@ -79,7 +85,7 @@ export class CursorWriter {
         try {
           await this.deps.publisher.publish([this.record(wanted)], { timeoutMs: this.deps.kafkaTimeoutMs });
           failures = 0;
-          this.durable(wanted.from);
+          wanted.durable?.(wanted.from);
         } catch (err) {
           failures += 1;
           this.wanted ??= wanted;
@@ -91,7 +97,7 @@ export class CursorWriter {
     }
   }
 
-  private record(wanted: { from?: bigint; until?: bigint }) {
+  private record(wanted: Wanted) {
     const { subscriptionId, topic, partition } = this.at;
     const key = cursorKey(subscriptionId, topic, partition);
     if (wanted.from === undefined) return { topic: this.deps.topic, key, value: null };

@@ -162,7 +162,8 @@ export class CallbackBridge {
           if (created.idle) this.lanes.delete(subscriptionId);
         },
         onRoom: () => this.sources.roomIn(subscriptionId),
-        onEvicted: (jobs, head) => this.sources.evicted(subscriptionId, jobs, head),
+        onEvicted: (jobs) => this.sources.evicted(subscriptionId, jobs),
+        onStuck: (head) => this.sources.stuck(subscriptionId, head),
       });
       this.lanes.set(subscriptionId, (lane = created));
     }

@@ -85,12 +85,20 @@ export interface LaneEvents {
   onIdle(): void;
   /** it has room again after somebody was told it had none (wantRoom) */
   onRoom(): void;
+  /** Its head began failing: the callbacks queued behind it were let go, their events to be read again. */
+  onEvicted(jobs: LaneJob[]): void;
   /**
-   * Its head began failing: the callbacks queued behind it were let go, their events to be read again, and the head
-   * (still retried here) may be taken over by a backlog too, so that its event need not hold its partition.
+   * Its head has failed HEAD_STUCK_AFTER times in a row: it may be taken over by a backlog (still retried here), so
+   * that its event no longer holds its partition's commit.
    */
-  onEvicted(jobs: LaneJob[], head: LaneJob): void;
+  onStuck(head: LaneJob): void;
 }
+
+/**
+ * Failed attempts in a row after which a head counts as stuck (LaneEvents.onStuck). Fewer would take a backlog (and a
+ * reading of the partition later) for every passing failure; a dead endpoint gets there within seconds.
+ */
+export const HEAD_STUCK_AFTER = 3;
 
 /**
  * One subscription's callbacks, delivered one at a time and in the order
@@ -189,13 +197,14 @@ export class DeliveryLane {
    * read again from Kafka once the head is done), so a dead endpoint holds one event of the bridge's, not a queue.
    * Only a lane the bridge reads back for (onEvicted) lets go; the order is kept, as the backlog starts at the first.
    */
-  private headFailed(): void {
+  private headFailed(attempt: number): void {
+    if (attempt === HEAD_STUCK_AFTER && this.head) this.events.onStuck?.(this.head);
     if (this.failing) return;
     this.failing = true;
-    if (!this.events.onEvicted || !this.head) return;
+    if (!this.events.onEvicted) return;
     const evicted = this.queue.splice(0);
     if (this.deps.waiting) this.deps.waiting.count -= evicted.length;
-    this.events.onEvicted(evicted, this.head);
+    if (evicted.length > 0) this.events.onEvicted(evicted);
   }
 
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
@@ -208,7 +217,7 @@ export class DeliveryLane {
         await this.deadLetter(message, attempt, result.error, signal);
         return;
       }
-      this.headFailed();
+      this.headFailed(attempt);
       const delay = backoffMs(
         attempt,
         this.deps.callbacks.backoffBaseMs,

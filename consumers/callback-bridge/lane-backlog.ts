@@ -3,7 +3,7 @@ import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { CallbackParts, DeliveryLane, LaneExit } from './delivery-lanes';
 import type { ReadingSlots } from './reading-slots';
-import { CursorWriter, type CursorDeps } from './backlog-cursors';
+import type { CursorWriter } from './backlog-cursors';
 
 /** One reading of the backlog, from its opening to its stop. */
 interface Turn {
@@ -25,8 +25,8 @@ export interface BacklogDeps {
   offeredUpTo(): bigint;
   /** the bridge's turns at reading (reading-slots.ts) */
   slots: ReadingSlots;
-  /** where the backlog's cursor is kept (backlog-cursors.ts) */
-  cursors: CursorDeps;
+  /** where the backlog's cursor is kept (backlog-cursors.ts): one writer per subscription and partition */
+  cursor: CursorWriter;
   /** nothing is held, nothing is left to read: the bridge drops the backlog */
   forget(backlog: LaneBacklog): void;
 }
@@ -63,7 +63,6 @@ export class LaneBacklog {
   private readonly start: bigint;
   /** the position its cursor has in Kafka; the commit needs no hold from there on */
   private durableAt: bigint | undefined;
-  private readonly cursor: CursorWriter;
   /** taken over from a cursor, it reads only once the group consumer has offered everything below `start` */
   private gated: boolean;
   private hold: CommitHold | undefined;
@@ -98,9 +97,6 @@ export class LaneBacklog {
     this.attachedAt = range.until;
     this.gated = !holdCommit;
     if (!holdCommit) this.durableAt = range.from;
-    this.cursor = new CursorWriter({ subscriptionId, topic, partition }, signal, deps.cursors, (at) =>
-      this.written(at),
-    );
     this.updatePoint(holdCommit);
     signal.addEventListener('abort', () => this.end(), { once: true });
   }
@@ -302,7 +298,7 @@ export class LaneBacklog {
       this.heldAt = at;
       old?.release();
     }
-    this.cursor.save(at, this.attachedAt);
+    this.deps.cursor.save(at, this.attachedAt, (written) => this.written(written));
   }
 
   /** Its cursor is in Kafka at `at`: from there on the commit needs no hold. */
@@ -363,7 +359,7 @@ export class LaneBacklog {
   private finish(): void {
     this.end();
     this.releaseHold();
-    this.cursor.save(undefined, undefined);
+    this.deps.cursor.save(undefined, undefined);
     this.deps.forget(this);
   }
 

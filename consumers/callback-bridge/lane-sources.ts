@@ -4,7 +4,7 @@ import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
-import { cursorsOf, type BacklogCursor, type CursorDeps } from './backlog-cursors';
+import { CursorWriter, cursorsOf, type BacklogCursor, type CursorDeps } from './backlog-cursors';
 import { parseEvent, type BridgeEvent } from './bridge-event';
 import { LaneStopped, type CallbackParts, type DeliveryLane, type LaneJob } from './delivery-lanes';
 import { LaneBacklog, type BacklogDeps, type BacklogRange } from './lane-backlog';
@@ -29,6 +29,8 @@ export interface PartitionOffers {
   backlogs: Map<string, LaneBacklog>;
   /** the backlogs left by the partition's previous owner are taken over (their cursors read) */
   restored: boolean;
+  /** per subscription: the one writer of its backlogs' cursor on this partition */
+  cursors: Map<string, CursorWriter>;
 }
 
 export interface LaneSourcesDeps {
@@ -68,7 +70,15 @@ export class LaneSources {
     if (offers?.signal !== signal) {
       const { topic, partition } = record;
       const next = BigInt(record.offset);
-      const fresh: PartitionOffers = { topic, partition, signal, next, backlogs: new Map(), restored: false };
+      const fresh: PartitionOffers = {
+        topic,
+        partition,
+        signal,
+        next,
+        backlogs: new Map(),
+        restored: false,
+        cursors: new Map(),
+      };
       this.partitions.set(key, (offers = fresh));
       signal.addEventListener(
         'abort',
@@ -138,13 +148,8 @@ export class LaneSources {
     }
   }
 
-  /**
-   * The lane's head is failing. A head the group consumer offered is taken over by its partition's backlog, so its
-   * record finishes and the partition's commit is held by the backlog's cursor, not by a dead endpoint. The callbacks
-   * queued behind it are let go: each partition's are read again from the first.
-   */
-  evicted(subscriptionId: string, jobs: LaneJob[], head: LaneJob): void {
-    this.adopt(subscriptionId, head);
+  /** The lane's head began failing: the callbacks queued behind it are let go; each partition's read again later. */
+  evicted(subscriptionId: string, jobs: LaneJob[]): void {
     // Per partition, the first one let go: the backlog reads again from there (a lane keeps each partition's order).
     const first = new Map<string, LaneJob>();
     // The jobs of a partition handed back (and maybe taken again since) are the next owner's; they are not firsts.
@@ -175,7 +180,11 @@ export class LaneSources {
     for (const offers of this.partitions.values()) offers.backlogs.get(subscriptionId)?.resume();
   }
 
-  private adopt(subscriptionId: string, head: LaneJob): void {
+  /**
+   * The lane's head is stuck (lane HEAD_STUCK_AFTER). One the group consumer offered is taken over by its partition's
+   * backlog: its record finishes, and the partition's commit is held by the backlog's cursor, not by a dead endpoint.
+   */
+  stuck(subscriptionId: string, head: LaneJob): void {
     const { origin, signal } = head;
     if (!origin || 'backlog' in origin || signal.aborted) return;
     const offers = this.partitions.get(origin.partition);
@@ -187,6 +196,16 @@ export class LaneSources {
     }
     head.adopted = backlog.adoptHead(origin.offset, origin.holdCommit);
     head.resolve('evicted');
+  }
+
+  private cursorOf(subscriptionId: string, offers: PartitionOffers): CursorWriter {
+    let writer = offers.cursors.get(subscriptionId);
+    if (!writer) {
+      const { topic, partition, signal } = offers;
+      writer = new CursorWriter({ subscriptionId, topic, partition }, signal, this.cursorDeps);
+      offers.cursors.set(subscriptionId, writer);
+    }
+    return writer;
   }
 
   private backlog(
@@ -209,7 +228,7 @@ export class LaneSources {
       },
       offeredUpTo: () => offers.next,
       slots: this.readingSlots,
-      cursors: this.cursorDeps,
+      cursor: this.cursorOf(subscriptionId, offers),
       forget: (b) => {
         if (offers.backlogs.get(subscriptionId) === b) offers.backlogs.delete(subscriptionId);
       },
