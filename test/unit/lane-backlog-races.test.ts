@@ -6,9 +6,9 @@ import { createLogger } from '../../src/logger';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { until } from '../support/until';
-import { FakeCommitHolds, FakeKafka, FakePartitionReader, FakePublisher, FakeView } from './fakes';
+import { ORIGIN, orderEvents, orderSubscription, range } from './order-events';
+import { FakeCommitHolds, FakeKafka, FakePartitionReader, FakeView } from './fakes';
 import { BACKLOG_CURSORS_VIEW } from '../../consumers/callback-bridge/backlog-cursors';
-import { topicNames } from '../../src/kafka/topics';
 
 /*
  * The lane backlogs' races, found in a review and each seen failing before its fix: a backlog that loses its wake-up
@@ -17,8 +17,6 @@ import { topicNames } from '../../src/kafka/topics';
  * lane-backlog.test.ts: the publisher's log is the partitions, MockAgent the receivers, one FakeCommitHolds per
  * partition as the group consumer keeps them.
  */
-const ORIGIN = 'http://receiver.test';
-const TOPIC = topicNames('unit.').domainEvents;
 const handBacks: AbortController[] = [];
 const owned = () => {
   const c = new AbortController();
@@ -28,21 +26,6 @@ const owned = () => {
 afterEach(() => {
   for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
 });
-
-function subscription(id: string): Subscription {
-  const at = new Date(0).toISOString();
-  return {
-    id,
-    tenant: 't',
-    callbackUrl: `${ORIGIN}/${id}`,
-    mode: 'continuous',
-    events: ['order.created'],
-    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-    status: 'active',
-    createdAt: at,
-    updatedAt: at,
-  };
-}
 
 function setup(laneBuffer: number, delayMs = 0, wrap?: (reader: PartitionReader) => PartitionReader) {
   const kafka = new FakeKafka();
@@ -96,26 +79,6 @@ function setup(laneBuffer: number, delayMs = 0, wrap?: (reader: PartitionReader)
   return { publisher, view, reader: fakeReader, bridge, agent, accepted, down, refused, attempts: () => attempts };
 }
 
-/** `count` order.created events on `partition`, n = partition * 1000 + i, as the group consumer hands them over. */
-async function events(publisher: FakePublisher, partition: number, count: number, first = 0) {
-  const records = Array.from({ length: count }, (_, i) => ({
-    topic: TOPIC,
-    key: `o${partition}-${first + i}`,
-    partition,
-    value: JSON.stringify({ event: 'order.created', data: { n: partition * 1000 + first + i } }),
-  }));
-  const positions = await publisher.publish(records);
-  return records.map((r, i): IncomingRecord => ({
-    ...r,
-    offset: positions[i].offset,
-    headers: {},
-    timestamp: String(Date.now()),
-    receivedAt: Date.now(),
-  }));
-}
-
-const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
-
 describe('more backlogs than reading slots, a dead endpoint that revives', () => {
   /*
    * One subscription with a backlog on 36-40 partitions (more than the 32 reading slots): each partition's events
@@ -125,11 +88,12 @@ describe('more backlogs than reading slots, a dead endpoint that revives', () =>
     const PARTITIONS = 40;
     const PER_PARTITION = 4;
     const { publisher, view, bridge, agent, accepted, reader } = setup(1, 2);
-    view.set('s', subscription('s'));
+    view.set('s', orderSubscription('s'));
     const signal = owned().signal;
     const holds = Array.from({ length: PARTITIONS }, () => new FakeCommitHolds());
     const perPartition: IncomingRecord[][] = [];
-    for (let p = 0; p < PARTITIONS; p += 1) perPartition.push(await events(publisher, p, PER_PARTITION));
+    for (let p = 0; p < PARTITIONS; p += 1)
+      perPartition.push(await orderEvents(publisher, { partition: p, count: PER_PARTITION }));
     // kafkajs hands the partitions' records over interleaved; each partition's in order.
     const handling: Promise<void>[] = [];
     for (let i = 0; i < PER_PARTITION; i += 1) {
@@ -168,11 +132,12 @@ describe('more backlogs than reading slots, a dead endpoint that revives', () =>
     'buffer %i, %i partitions x %i events: every event reaches the revived subscription',
     async (buffer, PARTITIONS, PER) => {
       const { publisher, view, bridge, agent, accepted, reader, down } = setup(buffer, 1);
-      view.set('s', subscription('s'));
+      view.set('s', orderSubscription('s'));
       const signal = owned().signal;
       const holds = Array.from({ length: PARTITIONS }, () => new FakeCommitHolds());
       const perPartition: IncomingRecord[][] = [];
-      for (let p = 0; p < PARTITIONS; p += 1) perPartition.push(await events(publisher, p, PER));
+      for (let p = 0; p < PARTITIONS; p += 1)
+        perPartition.push(await orderEvents(publisher, { partition: p, count: PER }));
       const handling: Promise<void>[] = [];
       for (let i = 0; i < PER; i += 1) {
         for (let p = 0; p < PARTITIONS; p += 1) {
@@ -246,12 +211,12 @@ describe('a backlog asked to yield its reading slot after it was resumed keeps i
     );
     // The bridge's 32 slots, as if 31 other readings held theirs (replaced before any backlog exists).
     (bridge as unknown as { readingSlots: ReadingSlots }).readingSlots = new ReadingSlots(1);
-    view.set('s', subscription('s'));
+    view.set('s', orderSubscription('s'));
     const signal = owned().signal;
     const holds = [new FakeCommitHolds(), new FakeCommitHolds(), new FakeCommitHolds()];
-    const p0 = await events(publisher, 0, 3);
-    const p1 = await events(publisher, 1, 6);
-    const p2 = await events(publisher, 2, 2);
+    const p0 = await orderEvents(publisher, { partition: 0, count: 3 });
+    const p1 = await orderEvents(publisher, { partition: 1, count: 6 });
+    const p2 = await orderEvents(publisher, { partition: 2, count: 2 });
     // P0's second event fails until told otherwise: the lane's head begins failing after P1's reading was asked for.
     refused.add(1);
     const handling: Promise<void>[] = [];
@@ -299,14 +264,14 @@ describe('a backlog that ends with its subscription while its callbacks are stil
     process.on('unhandledRejection', onUnhandled);
     const { publisher, view, bridge, agent, accepted } = setup(3, 20);
     try {
-      view.set('s', subscription('s'));
+      view.set('s', orderSubscription('s'));
       const signal = owned().signal;
       const holds = new FakeCommitHolds();
-      const records = await events(publisher, 0, 30);
+      const records = await orderEvents(publisher, { partition: 0, count: 30 });
       const handling = records.map((r) => bridge.onEvent(r, signal, holds.holdCommit));
       // The backlog reads and feeds the lane (slow receiver, buffer of 3).
       await until(async () => ((accepted.get('s') ?? []).length >= 6 ? true : undefined), 5000, 2);
-      view.set('s', { ...subscription('s'), status: 'cancelled' });
+      view.set('s', { ...orderSubscription('s'), status: 'cancelled' });
       await Promise.all(handling);
       await until(async () => (holds.lowest === undefined ? true : undefined), 3000, 5, 'every hold released');
       await new Promise((r) => setTimeout(r, 100));
@@ -329,10 +294,10 @@ describe('an eviction whose first callback of a partition is from a handed-back 
    */
   test('callbacks of the current owner let go by a failing head are read again and delivered', async () => {
     const { publisher, view, bridge, agent, accepted, down, attempts } = setup(5, 100);
-    view.set('s', subscription('s'));
+    view.set('s', orderSubscription('s'));
     down.add('s');
     const holds = new FakeCommitHolds();
-    const records = await events(publisher, 0, 3);
+    const records = await orderEvents(publisher, { partition: 0, count: 3 });
     const first = owned();
     // The first owner: the head (event 0) goes on the wire and is answered 503 after 100 ms; event 1 waits behind.
     const old = records

@@ -1,13 +1,12 @@
 import { MockAgent, type Agent } from 'undici';
 import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
-import type { IncomingRecord } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { until } from '../support/until';
-import { FakeCommitHolds, FakeKafka, FakePartitionReader, FakePublisher, FakeView } from './fakes';
+import { ORIGIN, TOPIC, orderEvents, orderSubscription, range } from './order-events';
+import { FakeCommitHolds, FakeKafka, FakePartitionReader, FakeView } from './fakes';
 import { BACKLOG_CURSORS_VIEW, type BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
-import { topicNames } from '../../src/kafka/topics';
 
 /*
  * A lane holds a bounded number of callbacks; what it has no room for (its buffer is full, or its head is failing)
@@ -16,23 +15,6 @@ import { topicNames } from '../../src/kafka/topics';
  * holds are counted as the group consumer keeps them. The group consumer is played as kafkajs drives it: every record
  * handed over in order, without waiting for the last one's callbacks.
  */
-const ORIGIN = 'http://receiver.test';
-const TOPIC = topicNames('unit.').domainEvents;
-
-function subscription(id: string): Subscription {
-  const at = new Date(0).toISOString();
-  return {
-    id,
-    tenant: 't',
-    callbackUrl: `${ORIGIN}/${id}`,
-    mode: 'continuous',
-    events: ['order.created'],
-    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-    status: 'active',
-    createdAt: at,
-    updatedAt: at,
-  };
-}
 
 /** every test's partition, handed back when it ends (as a stop does): its backlogs and cursor writers stop */
 const handBacks: AbortController[] = [];
@@ -111,37 +93,17 @@ function setup(laneBuffer: number, delayMs = 0, concurrency = laneBuffer) {
   };
 }
 
-/** `count` order.created events on partition 0, committed to the fake log, as the group consumer hands them over. */
-async function events(publisher: FakePublisher, count: number, first = 0): Promise<IncomingRecord[]> {
-  const records = Array.from({ length: count }, (_, i) => ({
-    topic: TOPIC,
-    key: `o${first + i}`,
-    partition: 0,
-    value: JSON.stringify({ event: 'order.created', resource: `/orders/${first + i}`, data: { n: first + i } }),
-  }));
-  const positions = await publisher.publish(records);
-  return records.map((r, i) => ({
-    ...r,
-    offset: positions[i].offset,
-    headers: {},
-    timestamp: String(Date.now()),
-    receivedAt: Date.now(),
-  }));
-}
-
-const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
-
 const cursorOf = (cursors: { get(key: string): BacklogCursor | undefined }, sub: string) =>
   cursors.get(`${sub}/${TOPIC}/0`);
 
 describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets every event later, in order', () => {
   test('a subscription whose endpoint is down keeps no other waiting, nor the commit: its cursor is in Kafka', async () => {
     const { publisher, view, cursors, bridge, agent, accepted, down, signal, attempts } = setup(2);
-    view.set('dead', subscription('dead'));
-    view.set('healthy', subscription('healthy'));
+    view.set('dead', orderSubscription('dead'));
+    view.set('healthy', orderSubscription('healthy'));
     down.add('dead');
     const holds = new FakeCommitHolds();
-    const records = await events(publisher, 30);
+    const records = await orderEvents(publisher, { count: 30 });
     const handled = records.map(() => false);
     records.forEach((r, i) => void bridge.onEvent(r, signal, holds.holdCommit).then(() => (handled[i] = true)));
 
@@ -167,11 +129,11 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
 
   test('a bridge that takes the partition over reads the backlog from its cursor; the others get no repeats', async () => {
     const { publisher, view, cursors, bridge, newBridge, agent, accepted, down, handBack } = setup(2);
-    view.set('dead', subscription('dead'));
-    view.set('healthy', subscription('healthy'));
+    view.set('dead', orderSubscription('dead'));
+    view.set('healthy', orderSubscription('healthy'));
     down.add('dead');
     const holds = new FakeCommitHolds();
-    const first = await events(publisher, 20);
+    const first = await orderEvents(publisher, { count: 20 });
     first.forEach((r) => void bridge.onEvent(r, handBack.signal, holds.holdCommit).catch(() => undefined));
     await until(async () => ((accepted.get('healthy') ?? []).length === 20 ? true : undefined), 5000, 5);
     await until(async () => (cursorOf(cursors, 'dead') && holds.lowest === undefined ? true : undefined), 5000, 5);
@@ -180,7 +142,7 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     down.delete('dead');
     const next = newBridge();
     const takeOver = new AbortController();
-    const later = await events(publisher, 5, 20);
+    const later = await orderEvents(publisher, { count: 5, first: 20 });
     await Promise.all(later.map((r) => next.onEvent(r, takeOver.signal, new FakeCommitHolds().holdCommit)));
     await until(async () => ((accepted.get('dead') ?? []).length >= 25 ? true : undefined), 5000, 5);
     expect(accepted.get('dead')).toEqual(range(0, 25));
@@ -192,15 +154,15 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
   test('a full buffer sends the rest to the backlog; events after it is given back come from the group consumer', async () => {
     // A receiver slower than the group consumer hands events over, as on a busy partition: the buffer fills.
     const { publisher, view, reader, bridge, agent, accepted, signal } = setup(3, 2);
-    view.set('s', subscription('s'));
+    view.set('s', orderSubscription('s'));
     const holds = new FakeCommitHolds();
     const readFrom: string[] = [];
     reader.opened.add((o) => readFrom.push(o.fromOffset));
-    const first = await events(publisher, 40);
+    const first = await orderEvents(publisher, { count: 40 });
     await Promise.all(first.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
     await until(async () => ((accepted.get('s') ?? []).length === 40 ? true : undefined), 5000, 5);
     await until(async () => (reader.openReadings === 0 && holds.lowest === undefined ? true : undefined), 5000, 5);
-    const second = await events(publisher, 5, 40);
+    const second = await orderEvents(publisher, { count: 5, first: 40 });
     await Promise.all(second.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
     await until(async () => ((accepted.get('s') ?? []).length === 45 ? true : undefined), 5000, 5);
     expect(accepted.get('s')).toEqual(range(0, 45));
@@ -213,10 +175,10 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
 
   test('a handed-back partition ends its backlogs: no reading is left open, and nothing is read again here', async () => {
     const { publisher, view, reader, bridge, agent, down, handBack } = setup(1);
-    view.set('dead', subscription('dead'));
+    view.set('dead', orderSubscription('dead'));
     down.add('dead');
     const holds = new FakeCommitHolds();
-    const records = await events(publisher, 10);
+    const records = await orderEvents(publisher, { count: 10 });
     const handling = records.map((r) => bridge.onEvent(r, handBack.signal, holds.holdCommit).catch(() => undefined));
     await until(async () => (holds.lowest !== undefined ? true : undefined), 5000, 5);
     down.delete('dead');
@@ -227,11 +189,11 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
   });
   test('while the bridge has budget to spare, a healthy lane takes a burst in memory, past its buffer', async () => {
     const { publisher, view, reader, bridge, agent, accepted, signal } = setup(3, 2, 1000);
-    view.set('s', subscription('s'));
+    view.set('s', orderSubscription('s'));
     const holds = new FakeCommitHolds();
     let readings = 0;
     reader.opened.add(() => (readings += 1));
-    const records = await events(publisher, 40);
+    const records = await orderEvents(publisher, { count: 40 });
     await Promise.all(records.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
     expect(accepted.get('s')).toEqual(range(0, 40));
     expect(readings).toBe(0);
