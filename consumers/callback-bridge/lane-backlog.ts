@@ -60,7 +60,7 @@ export class LaneBacklog {
   /** offsets read back and queued in the lane, not yet done */
   private readonly inLane = new Set<bigint>();
   /** the first offset of the backlog: the group consumer offers what is below it */
-  private readonly start: bigint;
+  private start: bigint;
   /** the position its cursor has in Kafka; the commit needs no hold from there on */
   private durableAt: bigint | undefined;
   /** taken over from a cursor, it reads only once the group consumer has offered everything below `start` */
@@ -142,6 +142,9 @@ export class LaneBacklog {
     // Ended with its partition or its subscription: nothing of it is read again here.
     if (this.ended) return;
     for (const o of this.inLane) if (o >= offset) this.inLane.delete(o);
+    // Below its start only for one taken over from a cursor, offered again by the group consumer: from here on the
+    // backlog reads, so the group consumer must not offer the rest below the old start as well.
+    if (offset < this.start) this.start = offset;
     this.next = offset;
     this.attachedAt = undefined;
     this.stopReading();

@@ -143,8 +143,11 @@ export class LaneSources {
     offers.restored = true;
     for (const c of cursorsOf(this.deps.cursors, topic, partition)) {
       if (offers.backlogs.has(c.subscriptionId)) continue;
-      const range = { from: BigInt(c.from), until: c.until === undefined ? undefined : BigInt(c.until) };
-      offers.backlogs.set(c.subscriptionId, this.backlog(c.subscriptionId, offers, range));
+      // Taken over as reading from `from` on, whatever `until` said: this member's group consumer may be anywhere
+      // below or past it, and offering the events from `until` on before the backlog has read up to it would put
+      // them in the lane ahead of the backlog's (an inversion the bridge-kill fault test caught). The backlog gives
+      // the partition back once it has caught up, as a live one does.
+      offers.backlogs.set(c.subscriptionId, this.backlog(c.subscriptionId, offers, { from: BigInt(c.from) }));
     }
   }
 
