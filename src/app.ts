@@ -16,7 +16,7 @@ import { PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem-plugin';
 import { problem } from './problems/problem-detail';
 import type { ProblemKind } from './problems/problem-types';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
-import { serializerFactory, validatorFactory } from './http/schema-compilers';
+import { replySerializer, serializerFactory, validatorFactory } from './http/schema-compilers';
 import { selectionPlugin } from './http/selection';
 import { tracePlugin } from './http/trace-plugin';
 import type { Logger } from './logger';
@@ -146,6 +146,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).header('x-request-id', request.id).send(body);
     },
   });
+  app.setReplySerializer(replySerializer);
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>

@@ -54,3 +54,9 @@ function finiteOnly(validate: ValidateFunction): ValidateFunction {
  */
 export const serializerFactory: NonNullable<CompilersFactory['buildSerializer']> = () => () => (data) =>
   JSON.stringify(data);
+
+/*
+ * The same JSON.stringify as every route's reply serializer (app.setReplySerializer): with one, Fastify no longer
+ * looks up the response schema's serializer for each answer, which parsed the answer's Content-Type to find it.
+ */
+export const replySerializer = (payload: unknown): string => JSON.stringify(payload);
