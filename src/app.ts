@@ -16,6 +16,7 @@ import { PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem-plugin';
 import { problem } from './problems/problem-detail';
 import type { ProblemKind } from './problems/problem-types';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
+import { requestLoggerFactory } from './http/request-logger';
 import { replySerializer, serializerFactory, validatorFactory } from './http/schema-compilers';
 import { selectionPlugin } from './http/selection';
 import { tracePlugin } from './http/trace-plugin';
@@ -124,6 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdOf,
+    childLoggerFactory: requestLoggerFactory,
     bodyLimit: deps.bodyLimitBytes,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
