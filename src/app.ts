@@ -16,7 +16,8 @@ import { PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem-plugin';
 import { problem } from './problems/problem-detail';
 import type { ProblemKind } from './problems/problem-types';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
-import { serializerFactory, validatorFactory } from './http/schema-compilers';
+import { requestLoggerFactory } from './http/request-logger';
+import { replySerializer, serializerFactory, validatorFactory } from './http/schema-compilers';
 import { selectionPlugin } from './http/selection';
 import { tracePlugin } from './http/trace-plugin';
 import type { Logger } from './logger';
@@ -124,6 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdOf,
+    childLoggerFactory: requestLoggerFactory,
     bodyLimit: deps.bodyLimitBytes,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
@@ -146,6 +148,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).header('x-request-id', request.id).send(body);
     },
   });
+  app.setReplySerializer(replySerializer);
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>

@@ -39,7 +39,8 @@ function rangeTakes(range: string, type: string): boolean {
 
 function acceptsOurs(accept: string, extra: readonly string[]): boolean {
   const ranges = acceptedRanges(accept);
-  return [...PRODUCED, ...extra].some((type) => ranges.some((range) => rangeTakes(range, type)));
+  const takes = (type: string) => ranges.some((range) => rangeTakes(range, type));
+  return PRODUCED.some(takes) || extra.some(takes);
 }
 
 /** A request that has a body: one that declares its length above zero, or is sent in chunks. */
@@ -66,7 +67,8 @@ export const contentNegotiationPlugin = fp(
         );
       }
       const accept = request.headers.accept;
-      if (accept && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
+      // `*/*`, what most clients send (curl, fetch, undici), takes every type: nothing to parse or look up.
+      if (accept && accept !== '*/*' && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
         throw new ProblemError(
           'not-acceptable',
           `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`,

@@ -20,8 +20,8 @@ export const DEFAULT_EMBEDDED = Symbol('hookstream.defaultEmbedded');
 export type EmbedResolver = () => Hal | Hal[] | undefined;
 
 export interface HalResource extends Hal {
-  /** a Map, so a client's relation name (`__proto__`, `toString`) can only find what was declared */
-  [EMBEDDABLE]?: ReadonlyMap<string, EmbedResolver>;
+  /** looked up by own name only (embedResolver): a client's relation name (`__proto__`, `toString`) finds no more */
+  [EMBEDDABLE]?: Readonly<Record<string, EmbedResolver>>;
   [DEFAULT_EMBEDDED]?: readonly string[];
 }
 
@@ -30,18 +30,40 @@ export function link(href: string): Link {
   return { href: href.length > 1 && href.endsWith('/') ? href.replace(/\/+$/, '') : href };
 }
 
-const NOTHING_EMBEDDABLE: ReadonlyMap<string, EmbedResolver> = new Map();
+/** The resolver of a relation the resource declared, and only of one it declared (never an inherited name). */
+export function embedResolver(resource: HalResource, rel: string): EmbedResolver | undefined {
+  const relations = resource[EMBEDDABLE];
+  return relations !== undefined && Object.hasOwn(relations, rel) ? relations[rel] : undefined;
+}
+
+function hasOwnKeys(record: object): boolean {
+  for (const key in record) if (Object.hasOwn(record, key)) return true;
+  return false;
+}
 
 export function halResource(
   fields: Record<string, unknown>,
   links: Links,
-  embeddable: Record<string, EmbedResolver> = {},
-  defaultEmbedded: string[] = [],
+  embeddable?: Record<string, EmbedResolver>,
+  defaultEmbedded?: string[],
 ): HalResource {
-  const resource: HalResource = { _links: links, ...fields };
-  const relations = Object.keys(embeddable).length > 0 ? new Map(Object.entries(embeddable)) : NOTHING_EMBEDDABLE;
-  Object.defineProperty(resource, EMBEDDABLE, { value: relations, enumerable: false });
-  Object.defineProperty(resource, DEFAULT_EMBEDDED, { value: defaultEmbedded, enumerable: false });
+  return withRelations({ _links: links, ...fields }, embeddable, defaultEmbedded);
+}
+
+/** A resource built with its `_links` first, given what it can embed: halResource without copying the fields. */
+export function withRelations(
+  resource: Hal,
+  embeddable?: Record<string, EmbedResolver>,
+  defaultEmbedded?: string[],
+): HalResource {
+  // Only a resource with relations gets them as a property, and only one with default embeds those: defining the two
+  // on every resource cost each answer more than building the resource itself.
+  if (embeddable !== undefined && hasOwnKeys(embeddable)) {
+    Object.defineProperty(resource, EMBEDDABLE, { value: embeddable, enumerable: false });
+  }
+  if (defaultEmbedded !== undefined && defaultEmbedded.length > 0) {
+    Object.defineProperty(resource, DEFAULT_EMBEDDED, { value: defaultEmbedded, enumerable: false });
+  }
   return resource;
 }
 

@@ -18,10 +18,21 @@ export function validatorFactory(): BuildCompilerFromPool {
   return (externalSchemas, options) => {
     // Fastify calls a compiler with the route's definition; the typings name only its schema.
     const others = fastifyDefault(externalSchemas, options) as unknown as RouteCompiler;
-    const byPart: RouteCompiler = (route) =>
-      route.httpPart === 'body' ? compile(route.schema as object) : finiteOnly(others(route));
+    const byPart: RouteCompiler = (route) => {
+      if (route.httpPart === 'body') return compile(route.schema as object);
+      return coercesNumbers(route.schema) ? finiteOnly(others(route)) : others(route);
+    };
     return byPart as unknown as ReturnType<BuildCompilerFromPool>;
   };
+}
+
+/**
+ * Whether a text part's schema can make a number of its text: it names a numeric type, or refers to a schema it does
+ * not show. Params and query strings arrive as strings, so only such a schema needs finiteOnly; the others (an id, the
+ * selection lists) skip its pass over every value of every request.
+ */
+function coercesNumbers(schema: unknown): boolean {
+  return /"(number|integer)"|"\$ref"/.test(JSON.stringify(schema) ?? '');
 }
 
 /*
@@ -54,3 +65,9 @@ function finiteOnly(validate: ValidateFunction): ValidateFunction {
  */
 export const serializerFactory: NonNullable<CompilersFactory['buildSerializer']> = () => () => (data) =>
   JSON.stringify(data);
+
+/*
+ * The same JSON.stringify as every route's reply serializer (app.setReplySerializer): with one, Fastify no longer
+ * looks up the response schema's serializer for each answer, which parsed the answer's Content-Type to find it.
+ */
+export const replySerializer = (payload: unknown): string => JSON.stringify(payload);

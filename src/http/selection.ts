@@ -1,15 +1,27 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { DEFAULT_EMBEDDED, EMBEDDABLE, isHal, type Hal, type HalResource } from './hal';
+import { DEFAULT_EMBEDDED, embedResolver, isHal, type Hal, type HalResource } from './hal';
 
 /** A flat comma list; empty names are dropped, so `fields=` selects nothing. */
 function list(value: unknown): string[] | undefined {
   if (value === undefined) return undefined;
-  const raw = Array.isArray(value) ? value.join(',') : String(value);
-  return raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const names: string[] = [];
+  if (!Array.isArray(value)) addNames(names, String(value));
+  // As the values' join(',') would read them: a missing one is empty.
+  else for (const v of value) addNames(names, v === undefined || v === null ? '' : String(v));
+  return names;
+}
+
+/** The trimmed, non-empty names of one comma list, read in one pass: every HAL answer reads two lists. */
+function addNames(names: string[], raw: string): void {
+  let start = 0;
+  for (;;) {
+    const comma = raw.indexOf(',', start);
+    const name = (comma < 0 ? raw.slice(start) : raw.slice(start, comma)).trim();
+    if (name) names.push(name);
+    if (comma < 0) return;
+    start = comma + 1;
+  }
 }
 
 export interface Selection {
@@ -58,10 +70,9 @@ function embeddedOf(resource: HalResource, wanted: readonly string[] | undefined
   const own = resource._embedded;
   if (!wanted?.length) return own && Object.keys(own).length > 0 ? own : undefined;
   // Entries and fromEntries, never `obj[name] =`: a relation name like `__proto__` stays an ordinary key.
-  const embedded: [string, Hal | Hal[]][] = Object.entries(own ?? {});
-  const embeddable = resource[EMBEDDABLE];
+  const embedded: [string, Hal | Hal[]][] = own ? Object.entries(own) : [];
   for (const rel of new Set(wanted)) {
-    const value = embeddable?.get(rel)?.();
+    const value = embedResolver(resource, rel)?.();
     if (value !== undefined) embedded.push([rel, Array.isArray(value) ? value.map(toPlain) : toPlain(value)]);
   }
   return embedded.length > 0 ? Object.fromEntries(embedded) : undefined;
@@ -69,6 +80,9 @@ function embeddedOf(resource: HalResource, wanted: readonly string[] | undefined
 
 /** Embedded resources carry their own default embeds, never their callers' selection. */
 function toPlain(resource: HalResource): Hal {
+  // With no default embeds and no _embedded of its own, the copy would list the same members in the same order:
+  // the resource serializes as it is (its relations are not enumerable), so it is not copied.
+  if (!resource[DEFAULT_EMBEDDED]?.length && !Object.hasOwn(resource, '_embedded')) return resource;
   return applySelection(resource, {});
 }
 

@@ -1,7 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { formatTraceparent, parseTraceparent, type TraceContext } from '../tracing/trace-context';
-import type { Span, Tracer } from '../tracing/tracer';
+import { PROPAGATION_ONLY, type Span, type Tracer } from '../tracing/tracer';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,13 +16,26 @@ declare module 'fastify' {
  */
 export const tracePlugin = fp(
   async (app: FastifyInstance, options: { tracer: Tracer }) => {
-    const spans = new WeakMap<object, Span>();
+    const { tracer } = options;
     app.decorateRequest('trace', null as unknown as TraceContext);
-    app.addHook('onRequest', (request, reply, done) => {
+    const parentOf = (request: FastifyRequest) => {
       const header = request.headers.traceparent;
+      return parseTraceparent(Array.isArray(header) ? header[0] : header);
+    };
+    if (tracer === PROPAGATION_ONLY) {
+      // Its spans are never exported, so only their ids count: every request skips naming its span, keeping it
+      // until the answer and ending it (a hook of its own).
+      app.addHook('onRequest', (request, reply, done) => {
+        request.trace = tracer.start('', 'server', parentOf(request)).context;
+        reply.header('traceparent', formatTraceparent(request.trace));
+        done();
+      });
+      return;
+    }
+    const spans = new WeakMap<object, Span>();
+    app.addHook('onRequest', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
-      const parent = parseTraceparent(Array.isArray(header) ? header[0] : header);
-      const span = options.tracer.start(`${request.method} ${route}`, 'server', parent, {
+      const span = tracer.start(`${request.method} ${route}`, 'server', parentOf(request), {
         'http.request.method': request.method,
         'http.route': route,
       });

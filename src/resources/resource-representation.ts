@@ -1,4 +1,4 @@
-import { halResource, link, type EmbedResolver, type HalResource, type Links } from '../http/hal';
+import { link, withRelations, type EmbedResolver, type Hal, type HalResource, type Links } from '../http/hal';
 import type { ResourceRegistry } from './resource-registry';
 import type { ResourceStore, StoredResource } from './resource-store';
 
@@ -7,12 +7,13 @@ export function representation(stored: StoredResource, registry: ResourceRegistr
   const { decl } = registry.get(stored.collection) ?? { decl: undefined };
   if (!decl) throw new Error(`undeclared collection ${stored.collection}`);
   const links: Links = { self: link(`/${decl.collection}/${stored.id}`), collection: link(`/${decl.collection}`) };
-  const fields: Record<string, unknown> = { id: stored.id };
+  // The resource itself, _links first, rather than fields that halResource would copy once more.
+  const resource: Hal = { _links: links, id: stored.id };
   for (const prop of Object.keys(decl.properties)) {
-    if (Object.hasOwn(stored.data, prop)) fields[prop] = stored.data[prop];
+    if (Object.hasOwn(stored.data, prop)) resource[prop] = stored.data[prop];
   }
-  fields.createdAt = stored.createdAt;
-  fields.updatedAt = stored.updatedAt;
+  resource.createdAt = stored.createdAt;
+  resource.updatedAt = stored.updatedAt;
 
   const embeddable: Record<string, EmbedResolver> = {};
   for (const [rel, r] of Object.entries(decl.relations)) {
@@ -28,5 +29,5 @@ export function representation(stored: StoredResource, registry: ResourceRegistr
         .map((t) => representation(t, registry, store));
     embeddable[rel] = r.many ? targets : () => targets()[0];
   }
-  return halResource(fields, links, embeddable);
+  return withRelations(resource, embeddable);
 }

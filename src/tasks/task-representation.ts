@@ -35,33 +35,31 @@ export function taskRepresentation(t: TaskSnapshot, options: TaskRepresentationO
   const links: Links = { self: link(`/tasks/${t.taskId}`), collection: link('/tasks') };
   if (t.subscription) links.subscription = link(`/subscriptions/${t.subscription}`);
   const pendingCancel = cancelRequested && !isFinal(t.status);
-  return halResource(
-    {
-      UUID: t.taskId,
-      taskId: t.taskId,
-      type: t.type,
-      status: t.status,
-      message:
-        `${pendingCancel ? 'Cancellation requested. ' : ''}${MESSAGES[t.status]} ` +
-        `Events: topic ${t.topic}, key ${t.taskId}, from partition ${t.partition} offset ${t.offset}.` +
-        (created ? SECRET_NOTE : ''),
-      topic: t.topic,
-      key: t.taskId,
-      partition: t.partition,
-      offset: t.offset,
-      attempt: t.attempt,
-      ...(pendingCancel ? { cancelRequested: true } : {}),
-      ...(t.progress ? { progress: t.progress } : {}),
-      ...(t.result !== undefined ? { result: t.result } : {}),
-      ...(t.problem ? { problem: t.problem } : {}),
-      createdAt: t.createdAt,
-      ...(t.startedAt ? { startedAt: t.startedAt } : {}),
-      ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
-      ...(expires !== undefined ? { expiresAt: new Date(expires).toISOString() } : {}),
-      updatedAt: t.updatedAt,
-    },
-    links,
-    embeddable,
-    created ? ['subscription'] : [],
-  );
+  // Optional members are set in place, in the order the representation lists them: a spread of a conditional
+  // object literal per member built and copied up to seven objects on every read of a task.
+  const fields: Record<string, unknown> = {
+    UUID: t.taskId,
+    taskId: t.taskId,
+    type: t.type,
+    status: t.status,
+    message:
+      `${pendingCancel ? 'Cancellation requested. ' : ''}${MESSAGES[t.status]} ` +
+      `Events: topic ${t.topic}, key ${t.taskId}, from partition ${t.partition} offset ${t.offset}.` +
+      (created ? SECRET_NOTE : ''),
+    topic: t.topic,
+    key: t.taskId,
+    partition: t.partition,
+    offset: t.offset,
+    attempt: t.attempt,
+  };
+  if (pendingCancel) fields.cancelRequested = true;
+  if (t.progress) fields.progress = t.progress;
+  if (t.result !== undefined) fields.result = t.result;
+  if (t.problem) fields.problem = t.problem;
+  fields.createdAt = t.createdAt;
+  if (t.startedAt) fields.startedAt = t.startedAt;
+  if (t.finishedAt) fields.finishedAt = t.finishedAt;
+  if (expires !== undefined) fields.expiresAt = new Date(expires).toISOString();
+  fields.updatedAt = t.updatedAt;
+  return halResource(fields, links, embeddable, created ? ['subscription'] : []);
 }

@@ -62,20 +62,33 @@ export function pollIntervalSeconds(t: TaskSnapshot, now = Date.now()): number {
 /**
  * Holds the request until its task is final, for at most `Prefer: wait`
  * seconds. The connection's idle limit is lifted meanwhile: a silent wait is
- * not an idle client. A client that leaves ends the wait.
+ * not an idle client. A client that leaves ends the wait. With nothing to wait
+ * for, the task itself comes back at once, not in a promise: a poll is answered
+ * in the same turn.
  */
-async function waitAsPreferred(
+function waitAsPreferred(
   app: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
   store: TaskStore,
   task: TaskSnapshot,
-): Promise<TaskSnapshot | undefined> {
+): TaskSnapshot | Promise<TaskSnapshot | undefined> {
   const wait = preferredWait(request);
   reply.header('vary', 'Prefer');
   if (wait === undefined) return task;
   reply.header('preference-applied', `wait=${wait}`);
   if (isFinal(task.status) || wait === 0) return task;
+  return waitForFinal(app, request, reply, store, task, wait);
+}
+
+async function waitForFinal(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  store: TaskStore,
+  task: TaskSnapshot,
+  wait: number,
+): Promise<TaskSnapshot | undefined> {
   const socket = request.raw.socket;
   const idle = app.server.timeout;
   if (idle > 0) socket.setTimeout(idle + wait * 1000);
@@ -187,13 +200,18 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     );
   });
 
-  app.get<TaskParams>('/tasks/:taskId', { schema: schemas.get }, async (request, reply) => {
+  // Not async: a poll with nothing to wait for is answered without a promise or a microtask turn.
+  app.get<TaskParams>('/tasks/:taskId', { schema: schemas.get }, (request, reply) => {
     const tenant = tenantOf(request);
     const task = ownTask(tenant, request.params.taskId);
-    const now = await waitAsPreferred(app, request, reply, store, task);
-    // Forgotten while waiting (DELETE, or its retention ended): gone, like any other unknown task.
-    const current = ownTask(tenant, now?.taskId ?? task.taskId);
-    return tracking(reply, current).send(represent(current));
+    // Forgotten meanwhile (DELETE, or its retention ended): gone, like any other unknown task.
+    const answer = (now: TaskSnapshot | undefined) => {
+      const current = ownTask(tenant, now?.taskId ?? task.taskId);
+      return tracking(reply, current).send(represent(current));
+    };
+    const waited = waitAsPreferred(app, request, reply, store, task);
+    if (waited instanceof Promise) return waited.then(answer);
+    answer(waited);
   });
 
   // Spec: a status update is a PATCH. Cancelling is asynchronous: 202, then task.cancelled.

@@ -21,9 +21,10 @@ export function formatTraceparent(t: TraceContext): string {
   return `00-${t.traceId}-${t.spanId}-${t.flags}`;
 }
 
-/** A new trace, sampled: nothing upstream decided otherwise. */
+/** A new trace, sampled: nothing upstream decided otherwise. Both ids come from one draw: one call, not two. */
 export function newTrace(): TraceContext {
-  return { traceId: randomHex(16), spanId: randomHex(8), flags: '01' };
+  const ids = randomHex(24);
+  return { traceId: ids.slice(0, 32), spanId: ids.slice(32), flags: '01' };
 }
 
 /** The same trace, one step further: a new span id whose parent is `t`'s. */
