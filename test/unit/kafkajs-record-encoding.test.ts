@@ -18,6 +18,17 @@ const Encoder = require('kafkajs/src/protocol/encoder') as new () => {
   writeVarLong(v: number): { buffer: Buffer };
 };
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own decoder, unpatched: the reader's view
+const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => {
+  readVarInt(): number;
+  canReadBytes(n: number): boolean;
+};
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own record decoder, unpatched
+const decodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') as (
+  decoder: InstanceType<typeof Decoder>,
+  context: object,
+) => { key: Buffer; value: Buffer; headers: Record<string, Buffer | Buffer[]> };
+
 const hex = (b: Buffer) => b.toString('hex');
 
 describe('kafkajs record encoding (patched)', () => {
@@ -36,6 +47,22 @@ describe('kafkajs record encoding (patched)', () => {
     expect(hex(new Encoder().writeVarInt(2 ** 31 - 1).buffer)).toBe('feffffff0f');
     expect(hex(new Encoder().writeVarLong(-1).buffer)).toBe('01');
     expect(hex(new Encoder().writeVarLong(123456789012).buffer)).toBe('a8e8c8e99707');
+  });
+
+  it('writes non-ASCII and long strings as their UTF-8 bytes, as kafkajs reads them back', () => {
+    const long = 'x'.repeat(100);
+    const headers = { ce_é: 'ü'.repeat(70), [long]: long, tenant: ['a', 'ÿ'], empty: '' };
+    const encoded = Record({ key: 'ké', value: `{"v":"${'é'.repeat(40)}"}`, headers, offsetDelta: 2 }).buffer;
+    const decoder = new Decoder(encoded);
+    decoder.readVarInt(); // the record's length
+    const record = decodeRecord(decoder, { firstOffset: '0', firstTimestamp: '0', magicByte: 2 });
+    expect(record.key.toString()).toBe('ké');
+    expect(record.value.toString()).toBe(`{"v":"${'é'.repeat(40)}"}`);
+    const read = Object.fromEntries(
+      Object.entries(record.headers).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : String(v)]),
+    );
+    expect(read).toEqual(headers);
+    expect(decoder.canReadBytes(1)).toBe(false);
   });
 
   it('encodes a record with headers into one buffer of about its size, allocating nothing per header or varint', () => {
