@@ -41,6 +41,14 @@ export function selectionOf(request: FastifyRequest): Selection {
  * Fields keep the resource's order. This runs on every HAL answer, hence one pass and no intermediate arrays.
  */
 export function applySelection(resource: HalResource, selection: Selection): Hal {
+  // Nothing selected and nothing to embed: a copy would hold the same members in the same order (see toPlain).
+  if (
+    !selection.fields &&
+    !selection.embedded &&
+    !resource[DEFAULT_EMBEDDED]?.length &&
+    !Object.hasOwn(resource, '_embedded')
+  )
+    return resource;
   const embedded = embeddedOf(resource, selection.embedded ?? resource[DEFAULT_EMBEDDED]);
   const keep = selection.fields ? new Set(selection.fields) : undefined;
   const out = {} as Hal;

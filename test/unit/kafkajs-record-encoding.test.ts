@@ -18,6 +18,17 @@ const Encoder = require('kafkajs/src/protocol/encoder') as new () => {
   writeVarLong(v: number): { buffer: Buffer };
 };
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own decoder, unpatched: the reader's view
+const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => {
+  readVarInt(): number;
+  canReadBytes(n: number): boolean;
+};
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's own record decoder, unpatched
+const decodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') as (
+  decoder: InstanceType<typeof Decoder>,
+  context: object,
+) => { key: Buffer; value: Buffer; headers: Record<string, Buffer | Buffer[]> };
+
 const hex = (b: Buffer) => b.toString('hex');
 
 describe('kafkajs record encoding (patched)', () => {
@@ -36,6 +47,22 @@ describe('kafkajs record encoding (patched)', () => {
     expect(hex(new Encoder().writeVarInt(2 ** 31 - 1).buffer)).toBe('feffffff0f');
     expect(hex(new Encoder().writeVarLong(-1).buffer)).toBe('01');
     expect(hex(new Encoder().writeVarLong(123456789012).buffer)).toBe('a8e8c8e99707');
+  });
+
+  it('writes non-ASCII and long strings as their UTF-8 bytes, as kafkajs reads them back', () => {
+    const long = 'x'.repeat(100);
+    const headers = { ce_é: 'ü'.repeat(70), [long]: long, tenant: ['a', 'ÿ'], empty: '' };
+    const encoded = Record({ key: 'ké', value: `{"v":"${'é'.repeat(40)}"}`, headers, offsetDelta: 2 }).buffer;
+    const decoder = new Decoder(encoded);
+    decoder.readVarInt(); // the record's length
+    const record = decodeRecord(decoder, { firstOffset: '0', firstTimestamp: '0', magicByte: 2 });
+    expect(record.key.toString()).toBe('ké');
+    expect(record.value.toString()).toBe(`{"v":"${'é'.repeat(40)}"}`);
+    const read = Object.fromEntries(
+      Object.entries(record.headers).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : String(v)]),
+    );
+    expect(read).toEqual(headers);
+    expect(decoder.canReadBytes(1)).toBe(false);
   });
 
   it('encodes a record with headers into one buffer of about its size, allocating nothing per header or varint', () => {
@@ -98,5 +125,36 @@ describe('kafkajs producer batching (patched)', () => {
       2: ['k2', 'k5', 'k8'],
     });
     expect(filter).not.toHaveBeenCalled();
+  });
+});
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's record batch checksum, patched
+const crc32C = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C') as (buffer: Buffer) => number;
+
+/** CRC-32C one bit at a time (reflected polynomial 0x82F63B78): slow, and plainly the definition. */
+function crc32CBitwise(buffer: Buffer): number {
+  let crc = 0xffffffff;
+  for (const byte of buffer) {
+    crc ^= byte;
+    for (let bit = 0; bit < 8; bit += 1) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+describe('kafkajs record batch checksum (patched: eight bytes per step)', () => {
+  it('gives the CRC-32C check values', () => {
+    expect(crc32C(Buffer.from('123456789')).toString(16)).toBe('e3069283');
+    // RFC 3720 (iSCSI), B.4: 32 bytes of zeros, 32 bytes of ones
+    expect(crc32C(Buffer.alloc(32, 0x00)).toString(16)).toBe('8a9136aa');
+    expect(crc32C(Buffer.alloc(32, 0xff)).toString(16)).toBe('62a8ab43');
+  });
+
+  it('agrees with the bitwise definition at every length, whole steps and the bytes left over alike', () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24;
+    for (let length = 0; length <= 70; length += 1) {
+      const buffer = Buffer.from(Array.from({ length }, next));
+      expect(crc32C(buffer)).toBe(crc32CBitwise(buffer));
+    }
   });
 });
