@@ -1,6 +1,7 @@
 import type { Agent } from 'undici';
 import type { CommitHold, OutgoingRecord, Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
+import { isoNow } from '../../src/lib/iso-now';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
@@ -271,7 +272,7 @@ export class DeliveryLane {
       event: message.event,
       taskId: message.taskId || undefined,
       attempt,
-      at: new Date().toISOString(),
+      at: isoNow(),
       outcome: result.outcome,
       latencyMs: result.latencyMs,
       statusCode: result.statusCode,
