@@ -1,9 +1,20 @@
 import type { OutgoingRecord, Publisher } from '../../src/kafka/types';
 
-interface Waiting {
-  record: OutgoingRecord;
-  resolve(): void;
-  reject(err: Error): void;
+/** The records of one publish, and the one promise every record of it is answered with. */
+class Batch {
+  readonly records: OutgoingRecord[] = [];
+  readonly done: Promise<void>;
+  resolve!: () => void;
+  reject!: (err: Error) => void;
+
+  constructor() {
+    this.done = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    // A batch whose callers have all gone (handed back) must not be an unhandled rejection.
+    this.done.catch(() => undefined);
+  }
 }
 
 /**
@@ -16,7 +27,8 @@ interface Waiting {
  * carried, and each caller records its own again (never skipped).
  */
 export class AttemptRecorder {
-  private waiting: Waiting[] = [];
+  /** batches to publish, oldest first; only the last takes more records */
+  private readonly waiting: Batch[] = [];
   private publishing = false;
   private lastPublishAt = -Infinity;
   private timer: NodeJS.Timeout | undefined;
@@ -28,18 +40,22 @@ export class AttemptRecorder {
     private readonly maxRecords = 1000,
   ) {}
 
-  /** Resolves once the record is committed; rejects when the publish that carried it failed. */
+  /**
+   * Resolves once the record is committed; rejects when the publish that carried it failed. The records of one publish
+   * share one promise, not a promise and two closures each.
+   */
   record(record: OutgoingRecord): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ record, resolve, reject });
-      this.schedule();
-    });
+    let batch = this.waiting[this.waiting.length - 1];
+    if (!batch || batch.records.length >= this.maxRecords) this.waiting.push((batch = new Batch()));
+    batch.records.push(record);
+    this.schedule();
+    return batch.done;
   }
 
   private schedule(): void {
     if (this.publishing || this.waiting.length === 0) return;
     const wait = this.lastPublishAt + this.lingerMs - performance.now();
-    if (wait <= 0 || this.waiting.length >= this.maxRecords) {
+    if (wait <= 0 || this.waiting[0].records.length >= this.maxRecords) {
       clearTimeout(this.timer);
       this.timer = undefined;
       void this.publish();
@@ -54,12 +70,12 @@ export class AttemptRecorder {
   private async publish(): Promise<void> {
     this.publishing = true;
     this.lastPublishAt = performance.now();
-    const batch = this.waiting.splice(0, this.maxRecords);
+    const batch = this.waiting.shift() as Batch;
     try {
-      await this.publisher.publish(batch.map((w) => w.record));
-      for (const w of batch) w.resolve();
+      await this.publisher.publish(batch.records);
+      batch.resolve();
     } catch (err) {
-      for (const w of batch) w.reject(err as Error);
+      batch.reject(err as Error);
     } finally {
       this.publishing = false;
       this.schedule();

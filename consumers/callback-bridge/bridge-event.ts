@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { IncomingRecord } from '../../src/kafka/types';
 import type { EventForMatching, Subscription } from '../../src/subscriptions/subscription';
 
@@ -9,9 +9,15 @@ export interface BridgeEvent extends EventForMatching {
   resource?: string;
 }
 
+/** One call and no Hash object (half the time of createHash); createHash on a Node without crypto.hash (< 20.12). */
+const sha256: (text: string) => string =
+  typeof hash === 'function'
+    ? (text) => hash('sha256', text, 'base64url')
+    : (text) => createHash('sha256').update(text).digest('base64url');
+
 /** The same event to the same subscription always has the same webhook-id, across retries and redeliveries. */
 export function webhookId(subscriptionId: string, eventId: string): string {
-  return `msg_${createHash('sha256').update(`${subscriptionId}\u0000${eventId}`).digest('base64url').slice(0, 27)}`;
+  return `msg_${sha256(`${subscriptionId}\u0000${eventId}`).slice(0, 27)}`;
 }
 
 /** An event from a task-events or domain-events record; undefined for a record that is not JSON with a type. */

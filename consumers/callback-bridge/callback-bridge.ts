@@ -84,7 +84,9 @@ export class CallbackBridge {
   async onEvent(record: IncomingRecord, signal: AbortSignal, holdCommit: HoldCommit): Promise<void> {
     const partition = `${record.topic}\u0000${record.partition}`;
     const deliveries = await this.admission.run(partition, () => this.admit(record, signal, holdCommit));
-    await Promise.all(deliveries);
+    // Mostly one subscription wants the event: then no Promise.all.
+    if (deliveries.length === 1) await deliveries[0];
+    else await Promise.all(deliveries);
   }
 
   /** Enqueues the event's callbacks in their lanes; each promise is one callback's delivery. */

@@ -1,6 +1,7 @@
 import type { Agent } from 'undici';
 import type { CommitHold, OutgoingRecord, Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
+import { isoNow } from '../../src/lib/iso-now';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
@@ -99,6 +100,11 @@ export interface LaneEvents {
  * reading of the partition later) for every passing failure; a dead endpoint gets there within seconds.
  */
 export const HEAD_STUCK_AFTER = 3;
+
+/** The answers that end a subscription. */
+const ENDS: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
+
+const DONE = () => undefined;
 
 /**
  * One subscription's callbacks, delivered one at a time and in the order
@@ -266,7 +272,7 @@ export class DeliveryLane {
       event: message.event,
       taskId: message.taskId || undefined,
       attempt,
-      at: new Date().toISOString(),
+      at: isoNow(),
       outcome: result.outcome,
       latencyMs: result.latencyMs,
       statusCode: result.statusCode,
@@ -277,9 +283,8 @@ export class DeliveryLane {
     const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.history.record(history), true);
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
     writes.push(recorded);
-    const ends: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
     const reason =
-      ends[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
+      ENDS[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
     if (reason) {
       // The write, then the view's read of it, each within KAFKA_TIMEOUT_MS (as before the store did both).
       const within = 2 * this.deps.kafkaTimeoutMs;
@@ -340,25 +345,37 @@ export class DeliveryLane {
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
   }
 
-  /** A Kafka step the lane cannot go on without: retried with backoff until it works or the event is handed back. */
-  private async untilDone(
+  /**
+   * A Kafka step the lane cannot go on without: retried with backoff until it works or the event is handed back.
+   * The first try is no async function: every attempt's history record comes through here, and nearly all work.
+   */
+  private untilDone(
     signal: AbortSignal,
     what: string,
     step: () => Promise<unknown>,
     evenIfStopped = false,
   ): Promise<void> {
+    if (signal.aborted && !evenIfStopped) return Promise.reject(new LaneStopped());
+    let first: Promise<unknown>;
+    try {
+      first = step();
+    } catch (err) {
+      return this.retried(signal, what, step, err);
+    }
+    return first.then(DONE, (err: unknown) => this.retried(signal, what, step, err));
+  }
+
+  private async retried(signal: AbortSignal, what: string, step: () => Promise<unknown>, err: unknown): Promise<void> {
     for (let failures = 1; ; failures += 1) {
-      if (signal.aborted && !(evenIfStopped && failures === 1)) throw new LaneStopped();
+      const retryInMs = retryDelayMs(failures, 100, 5000);
+      this.deps.logger.warn({ subscriptionId: this.subscriptionId, err, retryInMs }, `could not ${what}; trying again`);
+      await pause(retryInMs, signal);
+      if (signal.aborted) throw new LaneStopped();
       try {
         await step();
         return;
-      } catch (err) {
-        const retryInMs = retryDelayMs(failures, 100, 5000);
-        this.deps.logger.warn(
-          { subscriptionId: this.subscriptionId, err, retryInMs },
-          `could not ${what}; trying again`,
-        );
-        await pause(retryInMs, signal);
+      } catch (again) {
+        err = again;
       }
     }
   }

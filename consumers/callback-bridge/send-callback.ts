@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { guardedLookup, isInternalAddress } from '../../src/subscriptions/callback-url-policy';
-import { webhookHeaders } from '../../src/subscriptions/webhook-signature';
+import { webhookSignature } from '../../src/subscriptions/webhook-signature';
 
 export interface CallbackMessage {
   subscriptionId: string;
@@ -67,13 +67,15 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
   const elapsed = () => Math.round(performance.now() - started);
   try {
     const target = callbackTarget(message.callbackUrl);
-    const signed = webhookHeaders(message.secret, message.webhookId, Math.floor(Date.now() / 1000), message.body);
+    // The bytes that are signed are the bytes that are sent: encoded once (undici would encode a string body again).
+    const body = Buffer.from(message.body);
+    const timestamp = Math.floor(Date.now() / 1000);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': 'hookstream-callback-bridge',
-      'webhook-id': signed['webhook-id'],
-      'webhook-timestamp': signed['webhook-timestamp'],
-      'webhook-signature': signed['webhook-signature'],
+      'webhook-id': message.webhookId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': webhookSignature(message.secret, message.webhookId, timestamp, body),
     };
     if (message.traceparent) headers.traceparent = message.traceparent;
     const answer = await new Promise<Answer>((resolve, reject) => {
@@ -84,7 +86,7 @@ export async function sendCallback(message: CallbackMessage, agent: Agent, timeo
           path: target.path,
           method: 'POST',
           headers,
-          body: message.body,
+          body,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
         },

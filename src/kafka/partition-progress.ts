@@ -67,7 +67,10 @@ export class PartitionProgress {
 
   /** the oldest unfinished offset, or (with none) one past the highest started: what a commit may go up to */
   get low(): bigint {
-    return this.pending.size > 0 ? [...this.pending].reduce((a, b) => (a < b ? a : b)) : this.next;
+    // Without a copy of the set: a bridge holds up to CALLBACK_CONCURRENCY records, and every commit asks.
+    let low: bigint | undefined;
+    for (const o of this.pending) if (low === undefined || o < low) low = o;
+    return low ?? this.next;
   }
 
   /**

@@ -12,9 +12,17 @@ export function webhookHeaders(
   timestampSeconds: number,
   body: string,
 ): Record<string, string> {
-  const key = signingKey(secret);
-  const signature = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
-  return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${signature}` };
+  const signature = webhookSignature(secret, id, timestampSeconds, body);
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signature };
+}
+
+/**
+ * The `webhook-signature` value alone. The body may be the bytes that are sent: the bridge encodes each body once,
+ * for the HMAC and the POST, where signing `id.timestamp.body` as one string copied and encoded it a second time.
+ */
+export function webhookSignature(secret: string, id: string, timestampSeconds: number, body: string | Buffer): string {
+  const hmac = createHmac('sha256', signingKey(secret)).update(`${id}.${timestampSeconds}.`);
+  return `v1,${hmac.update(body).digest('base64')}`;
 }
 
 /** Decoded secrets: each callback of a subscription is signed with the same one. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { MockAgent, type Agent } from 'undici';
 import { callbackBody, parseEvent, webhookId } from '../../consumers/callback-bridge/bridge-event';
 import type { BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
@@ -93,6 +94,9 @@ describe('bridge events', () => {
     expect(webhookId('s-1', 'ev-1')).not.toBe(webhookId('s-2', 'ev-1'));
     expect(webhookId('s-1', 'ev-1')).not.toBe(webhookId('s-1', 'ev-2'));
     expect(webhookId('s-1', 'ev-1')).toMatch(/^msg_[A-Za-z0-9_-]{27}$/);
+    // The same id as every earlier version gave: a redelivery after an upgrade keeps it.
+    const digest = createHash('sha256').update('s-1\u0000ev-1').digest('base64url');
+    expect(webhookId('s-1', 'ev-1')).toBe(`msg_${digest.slice(0, 27)}`);
   });
 });
 

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { newSecret, webhookHeaders } from '../../src/subscriptions/webhook-signature';
+import { newSecret, webhookHeaders, webhookSignature } from '../../src/subscriptions/webhook-signature';
 
 describe('Standard Webhooks signature', () => {
   const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -15,6 +15,15 @@ describe('Standard Webhooks signature', () => {
       'webhook-timestamp': '1700000000',
       'webhook-signature': `v1,${expected}`,
     });
+  });
+
+  test('a body given as the bytes that are sent is signed as the same body given as a string', () => {
+    const unicode = '{"event":"order.created","data":{"name":"Zoë ✓"}}';
+    for (const b of [body, unicode]) {
+      expect(webhookSignature(secret, 'msg_1', 1_700_000_000, Buffer.from(b))).toBe(
+        webhookHeaders(secret, 'msg_1', 1_700_000_000, b)['webhook-signature'],
+      );
+    }
   });
 
   test('the reference library verifies it, and refuses a changed body, id or timestamp', () => {
