@@ -101,6 +101,15 @@ export class LaneBacklog {
     signal.addEventListener('abort', () => this.end(), { once: true });
   }
 
+  /**
+   * Offsets of the partition it has still to read for its subscription: from where it reads to where the group
+   * consumer offers again (or has offered up to). Once its cursor is written they count in no consumer group's lag.
+   */
+  get unread(): number {
+    const end = this.attachedAt ?? this.deps.offeredUpTo();
+    return this.ended || end <= this.next ? 0 : Number(end - this.next);
+  }
+
   /** whether the group consumer offers this offset to the lane; if not, the backlog has read it, or will */
   takes(offset: bigint): boolean {
     return offset < this.start || (this.attachedAt !== undefined && offset >= this.attachedAt);
