@@ -1,7 +1,8 @@
 import type { CommitHold, IncomingRecord, PartitionReader, PartitionReading } from '../../src/kafka/types';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
-import type { CallbackParts, DeliveryLane, LaneExit } from './delivery-lanes';
+import type { DeliveryLane } from './delivery-lanes';
+import type { CallbackParts, LaneExit } from './lane-job';
 import type { ReadingSlots } from './reading-slots';
 import type { CursorWriter } from './backlog-cursors';
 

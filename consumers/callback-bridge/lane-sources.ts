@@ -7,7 +7,8 @@ import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { CursorWriter, cursorsOf, type BacklogCursor, type CursorDeps } from './backlog-cursors';
 import { parseEvent, type BridgeEvent } from './bridge-event';
-import { LaneStopped, type CallbackParts, type DeliveryLane, type LaneJob } from './delivery-lanes';
+import type { DeliveryLane } from './delivery-lanes';
+import { LaneStopped, type CallbackParts, type LaneJob } from './lane-job';
 import { LaneBacklog, type BacklogDeps, type BacklogRange } from './lane-backlog';
 import { ReadingSlots } from './reading-slots';
 
