@@ -10,9 +10,11 @@ import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Logger } from '../../src/logger';
+import type { BacklogLag, ServiceMetrics } from '../../src/metrics/metrics';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
-import { DeliveryLane, type CallbackParts, type LaneDeps } from './delivery-lanes';
+import { DeliveryLane, type LaneDeps } from './delivery-lanes';
+import type { CallbackParts } from './lane-job';
 import type { BacklogCursor } from './backlog-cursors';
 import { LaneSources, type HoldCommit } from './lane-sources';
 import { AttemptRecorder } from './attempt-recorder';
@@ -45,6 +47,7 @@ export interface CallbackBridgeDeps extends Omit<LaneDeps, 'agent' | 'history'> 
   concurrency: number;
   /** base of the absolute links in callback bodies (PUBLIC_URL); relative links without it */
   publicUrl?: () => string;
+  metrics?: Pick<ServiceMetrics, 'callbackAttempt' | 'watchCallbackBacklogs'>;
 }
 
 /**
@@ -87,6 +90,11 @@ export class CallbackBridge {
     // Mostly one subscription wants the event: then no Promise.all.
     if (deliveries.length === 1) await deliveries[0];
     else await Promise.all(deliveries);
+  }
+
+  /** what each subscription's backlogs have still to read from Kafka, per partition */
+  backlogs(): BacklogLag[] {
+    return this.sources.backlogs();
   }
 
   /** Enqueues the event's callbacks in their lanes; each promise is one callback's delivery. */
@@ -182,6 +190,7 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
   const logger = deps.logger.child({ component: 'callback-bridge' });
   const agent = createCallbackAgent(deps.allowPrivate);
   const bridge = new CallbackBridge(deps, agent, logger);
+  const unwatch = deps.metrics?.watchCallbackBacklogs(() => bridge.backlogs());
   const events = await deps.runGroupConsumer({
     groupId: deps.groupId,
     topics: [deps.topics.taskEvents, deps.topics.domainEvents],
@@ -190,6 +199,7 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
   });
   return {
     async stop() {
+      unwatch?.();
       await events.stop();
       await agent.close().catch(() => undefined);
     },

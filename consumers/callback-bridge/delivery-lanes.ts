@@ -1,8 +1,7 @@
 import type { Agent } from 'undici';
-import type { CommitHold, OutgoingRecord, Publisher } from '../../src/kafka/types';
+import type { OutgoingRecord, Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { isoNow } from '../../src/lib/iso-now';
-import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { formatTraceparent, parseTraceparent } from '../../src/tracing/trace-context';
@@ -12,9 +11,9 @@ import type { CancelReason } from '../../src/subscriptions/subscription';
 import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import type { AttemptRecorder } from './attempt-recorder';
+import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
-
-export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
+import { untilDone, type StepOf } from './until-done';
 
 export interface LaneDeps {
   publisher: Publisher;
@@ -50,36 +49,6 @@ export interface BridgeWaiting {
   readonly spare: number;
 }
 
-/** Why a lane stopped working on a callback before it was done: its event goes back to the consumer group. */
-export class LaneStopped extends Error {
-  constructor() {
-    super('delivery stopped: the event is handed back');
-    this.name = 'LaneStopped';
-  }
-}
-
-/**
- * Where a callback's event came from, for a lane that lets the callback go (onEvicted): read again from Kafka by a
- * backlog (lane-backlog.ts), or offered by the group consumer, whose record can hold the partition's commit.
- */
-export type JobOrigin = { partition: string; offset: bigint } & (
-  { backlog: { rewind(offset: bigint): void } } | { holdCommit: (offset: bigint) => CommitHold }
-);
-
-/** How a callback left its lane: done (delivered, refused, gone, dead-lettered, ended), or let go (evicted). */
-export type LaneExit = 'done' | 'evicted';
-
-export interface LaneJob {
-  message: CallbackParts;
-  /** aborts when the event is handed back (partition revoked, shutdown) */
-  signal: AbortSignal;
-  origin: JobOrigin | undefined;
-  resolve(exit: LaneExit): void;
-  reject(err: Error): void;
-  /** a failing head taken over by a backlog (its promise already settled): told when it is done after all */
-  adopted?: () => void;
-}
-
 /** What a lane tells the bridge about itself. */
 export interface LaneEvents {
   /** nothing queued, nothing being delivered: the lane may be dropped */
@@ -103,8 +72,6 @@ export const HEAD_STUCK_AFTER = 3;
 
 /** The answers that end a subscription. */
 const ENDS: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
-
-const DONE = () => undefined;
 
 /**
  * One subscription's callbacks, delivered one at a time and in the order
@@ -280,7 +247,7 @@ export class DeliveryLane {
     };
     const history = { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) };
     // Tried once even when the event is being handed back: the attempt happened (maybe delivered), so it is history.
-    const recorded = this.untilDone(signal, 'record the attempt', () => this.deps.history.record(history), true);
+    const recorded = untilDone(signal, this.step('record the attempt'), () => this.deps.history.record(history), true);
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
     writes.push(recorded);
     const reason =
@@ -288,7 +255,9 @@ export class DeliveryLane {
     if (reason) {
       // The write, then the view's read of it, each within KAFKA_TIMEOUT_MS (as before the store did both).
       const within = 2 * this.deps.kafkaTimeoutMs;
-      await this.untilDone(signal, 'end the subscription', () => this.deps.subscriptions.end(sub, reason, within));
+      await untilDone(signal, this.step('end the subscription'), () =>
+        this.deps.subscriptions.end(sub, reason, within),
+      );
     }
     return result;
   }
@@ -310,7 +279,7 @@ export class DeliveryLane {
     void view.syncedSince(Date.now() - SUBSCRIPTIONS_LEASE_MS / 2, this.deps.kafkaTimeoutMs).catch(() => undefined);
     for (;;) {
       const since = Date.now() - SUBSCRIPTIONS_LEASE_MS;
-      await this.untilDone(signal, 'sync subscriptions', () => view.syncedSince(since, this.deps.kafkaTimeoutMs));
+      await untilDone(signal, this.step('sync subscriptions'), () => view.syncedSince(since, this.deps.kafkaTimeoutMs));
       // A sync that took a while may have begun more than a lease before now: then ask again.
       if (Date.now() - SUBSCRIPTIONS_LEASE_MS <= since + LEASE_SLACK_MS) return;
     }
@@ -341,43 +310,13 @@ export class DeliveryLane {
       },
       { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) },
     ];
-    await this.untilDone(signal, 'dead-letter the callback', () => this.deps.publisher.publish(records));
+    await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
   }
 
-  /**
-   * A Kafka step the lane cannot go on without: retried with backoff until it works or the event is handed back.
-   * The first try is no async function: every attempt's history record comes through here, and nearly all work.
-   */
-  private untilDone(
-    signal: AbortSignal,
-    what: string,
-    step: () => Promise<unknown>,
-    evenIfStopped = false,
-  ): Promise<void> {
-    if (signal.aborted && !evenIfStopped) return Promise.reject(new LaneStopped());
-    let first: Promise<unknown>;
-    try {
-      first = step();
-    } catch (err) {
-      return this.retried(signal, what, step, err);
-    }
-    return first.then(DONE, (err: unknown) => this.retried(signal, what, step, err));
-  }
-
-  private async retried(signal: AbortSignal, what: string, step: () => Promise<unknown>, err: unknown): Promise<void> {
-    for (let failures = 1; ; failures += 1) {
-      const retryInMs = retryDelayMs(failures, 100, 5000);
-      this.deps.logger.warn({ subscriptionId: this.subscriptionId, err, retryInMs }, `could not ${what}; trying again`);
-      await pause(retryInMs, signal);
-      if (signal.aborted) throw new LaneStopped();
-      try {
-        await step();
-        return;
-      } catch (again) {
-        err = again;
-      }
-    }
+  /** a Kafka step of this lane, as its retries log it (until-done.ts) */
+  private step(what: string): StepOf {
+    return { logger: this.deps.logger, subscriptionId: this.subscriptionId, what };
   }
 
   get idle(): boolean {

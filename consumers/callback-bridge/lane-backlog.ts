@@ -1,7 +1,8 @@
 import type { CommitHold, IncomingRecord, PartitionReader, PartitionReading } from '../../src/kafka/types';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
-import type { CallbackParts, DeliveryLane, LaneExit } from './delivery-lanes';
+import type { DeliveryLane } from './delivery-lanes';
+import type { CallbackParts, LaneExit } from './lane-job';
 import type { ReadingSlots } from './reading-slots';
 import type { CursorWriter } from './backlog-cursors';
 
@@ -99,6 +100,15 @@ export class LaneBacklog {
     if (!holdCommit) this.durableAt = range.from;
     this.updatePoint(holdCommit);
     signal.addEventListener('abort', () => this.end(), { once: true });
+  }
+
+  /**
+   * Offsets of the partition it has still to read for its subscription: from where it reads to where the group
+   * consumer offers again (or has offered up to). Once its cursor is written they count in no consumer group's lag.
+   */
+  get unread(): number {
+    const end = this.attachedAt ?? this.deps.offeredUpTo();
+    return this.ended || end <= this.next ? 0 : Number(end - this.next);
   }
 
   /** whether the group consumer offers this offset to the lane; if not, the backlog has read it, or will */

@@ -2,11 +2,13 @@ import type { CommitHold, IncomingRecord, PartitionReader, Publisher, StateView 
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
+import type { BacklogLag } from '../../src/metrics/metrics';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { CursorWriter, cursorsOf, type BacklogCursor, type CursorDeps } from './backlog-cursors';
 import { parseEvent, type BridgeEvent } from './bridge-event';
-import { LaneStopped, type CallbackParts, type DeliveryLane, type LaneJob } from './delivery-lanes';
+import type { DeliveryLane } from './delivery-lanes';
+import { LaneStopped, type CallbackParts, type LaneJob } from './lane-job';
 import { LaneBacklog, type BacklogDeps, type BacklogRange } from './lane-backlog';
 import { ReadingSlots } from './reading-slots';
 
@@ -176,6 +178,15 @@ export class LaneSources {
       else job.resolve('evicted');
     }
     this.deps.lane(subscriptionId).wantRoom();
+  }
+
+  /** Per subscription and partition, what its backlog has still to read (hookstream_callback_backlog_offsets). */
+  backlogs(): BacklogLag[] {
+    const out: BacklogLag[] = [];
+    for (const { topic, partition, backlogs } of this.partitions.values()) {
+      for (const [subscription, backlog] of backlogs) out.push({ subscription, topic, partition, lag: backlog.unread });
+    }
+    return out;
   }
 
   /** The subscription's lane has room again: its backlogs read on. */

@@ -5,6 +5,11 @@ import type { PartitionLag } from '../kafka/types';
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const TASK_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600];
 
+/** Offsets of a partition a subscription's callback backlog has still to read (consumers/callback-bridge). */
+export interface BacklogLag extends PartitionLag {
+  subscription: string;
+}
+
 export type TaskOutcome = 'succeeded' | 'failed' | 'cancelled';
 
 /** What the roles report; each role sees only this interface, never prom-client. */
@@ -12,6 +17,8 @@ export interface ServiceMetrics {
   taskAccepted(): void;
   taskFinished(outcome: TaskOutcome, type: string, seconds: number): void;
   callbackAttempt(outcome: string, seconds: number): void;
+  /** the bridge's callback backlogs, read at each scrape until the returned function is called */
+  watchCallbackBacklogs(backlogs: () => BacklogLag[]): () => void;
 }
 
 /**
@@ -28,6 +35,7 @@ export class Metrics implements ServiceMetrics {
   private readonly taskDuration: Histogram<'type'>;
   private readonly attempts: Counter<'outcome'>;
   private readonly callbackDuration: Histogram;
+  private readonly backlogSources = new Set<() => BacklogLag[]>();
 
   constructor(consumerLag: () => (PartitionLag & { group: string })[]) {
     const registers = [this.registry];
@@ -77,6 +85,21 @@ export class Metrics implements ServiceMetrics {
         }
       },
     });
+    const backlogSources = this.backlogSources;
+    new Gauge({
+      name: 'hookstream_callback_backlog_offsets',
+      help: "Offsets of a partition a subscription's callback backlog has still to read back from Kafka",
+      labelNames: ['subscription', 'topic', 'partition'],
+      registers,
+      collect() {
+        this.reset();
+        for (const backlogs of backlogSources) {
+          for (const { subscription, topic, partition, lag } of backlogs()) {
+            this.set({ subscription, topic, partition: String(partition) }, lag);
+          }
+        }
+      },
+    });
   }
 
   httpRequest(method: string, route: string, statusCode: number, seconds: number): void {
@@ -95,5 +118,10 @@ export class Metrics implements ServiceMetrics {
   callbackAttempt(outcome: string, seconds: number): void {
     this.attempts.inc({ outcome });
     if (outcome !== 'dead-lettered') this.callbackDuration.observe(seconds);
+  }
+
+  watchCallbackBacklogs(backlogs: () => BacklogLag[]): () => void {
+    this.backlogSources.add(backlogs);
+    return () => this.backlogSources.delete(backlogs);
   }
 }

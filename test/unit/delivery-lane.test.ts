@@ -1,5 +1,6 @@
 import { MockAgent, type Agent } from 'undici';
-import { DeliveryLane, LaneStopped, type LaneDeps } from '../../consumers/callback-bridge/delivery-lanes';
+import { DeliveryLane, type LaneDeps } from '../../consumers/callback-bridge/delivery-lanes';
+import { LaneStopped } from '../../consumers/callback-bridge/lane-job';
 import { createLogger } from '../../src/logger';
 import { CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';

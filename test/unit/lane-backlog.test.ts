@@ -117,6 +117,14 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     const tried = attempts();
     await until(async () => (attempts() > tried + 3 ? true : undefined), 5000, 5);
     expect(accepted.get('dead')).toBeUndefined();
+    // What the consumer lag no longer shows (the commit went past) the backlog metric does: its events to read again.
+    const unread = (sub: string) =>
+      bridge
+        .backlogs()
+        .filter((b) => b.subscription === sub && b.topic === TOPIC && b.partition === 0)
+        .reduce((sum, b) => sum + b.lag, 0);
+    expect(unread('dead')).toBeGreaterThanOrEqual(28);
+    expect(unread('healthy')).toBe(0);
 
     down.delete('dead');
     await until(async () => ((accepted.get('dead') ?? []).length >= 30 ? true : undefined), 5000, 5);
@@ -124,6 +132,7 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     // Delivered: the cursor is removed (after its linger), and nothing holds the commit.
     await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 5000, 20);
     expect(holds.lowest).toBeUndefined();
+    expect(unread('dead')).toBe(0);
     await agent.close();
   });
 
