@@ -5,6 +5,7 @@ import type { DeliveryLane } from './delivery-lanes';
 import type { CallbackParts, LaneExit } from './lane-job';
 import type { ReadingSlots } from './reading-slots';
 import type { CursorWriter } from './backlog-cursors';
+import { BacklogCommitGuard } from './backlog-commit-guard';
 
 /** One reading of the backlog, from its opening to its stop. */
 interface Turn {
@@ -62,13 +63,10 @@ export class LaneBacklog {
   private readonly inLane = new Set<bigint>();
   /** the first offset of the backlog: the group consumer offers what is below it */
   private start: bigint;
-  /** the position its cursor has in Kafka; the commit needs no hold from there on */
-  private durableAt: bigint | undefined;
   /** taken over from a cursor, it reads only once the group consumer has offered everything below `start` */
   private gated: boolean;
-  private hold: CommitHold | undefined;
-  /** where `hold` holds the commit */
-  private heldAt = -1n;
+  /** the commit kept at its point: a hold, then its cursor */
+  private readonly guard: BacklogCommitGuard;
   /** the group consumer offers this subscription's events again from here; undefined while the backlog reads */
   private attachedAt: bigint | undefined;
   /** the reading under way (also while it opens); a record from any other is stale and passed over */
@@ -97,7 +95,12 @@ export class LaneBacklog {
     this.next = range.from;
     this.attachedAt = range.until;
     this.gated = !holdCommit;
-    if (!holdCommit) this.durableAt = range.from;
+    this.guard = new BacklogCommitGuard(
+      deps.cursor,
+      subscriptionId,
+      () => this.point(),
+      holdCommit ? undefined : range.from,
+    );
     this.updatePoint(holdCommit);
     signal.addEventListener('abort', () => this.end(), { once: true });
   }
@@ -292,38 +295,9 @@ export class LaneBacklog {
     return at;
   }
 
-  /**
-   * Keeps the commit from passing the point: its cursor once written, a hold until then. A hold only rises; a point
-   * below both takes a new hold, from the unfinished record there (`holdCommit`), before the old one goes.
-   */
+  /** Keeps the commit from passing the point (BacklogCommitGuard). */
   private updatePoint(holdCommit?: HoldCommit): void {
-    const at = this.point();
-    if (at === undefined) {
-      this.releaseHold();
-    } else if (this.hold && at >= this.heldAt) {
-      this.hold.moveTo(at);
-      this.heldAt = at;
-    } else if (this.hold || this.durableAt === undefined || at < this.durableAt) {
-      // Callers lower the point only with the record there in hand: anything else is a bug, not a state to go on.
-      if (!holdCommit) throw new Error(`lane backlog of ${this.subscriptionId}: no hold can be taken at ${at}`);
-      const old = this.hold;
-      this.hold = holdCommit(at);
-      this.heldAt = at;
-      old?.release();
-    }
-    this.deps.cursor.save(at, this.attachedAt, (written) => this.written(written));
-  }
-
-  /** Its cursor is in Kafka at `at`: from there on the commit needs no hold. */
-  private written(at: bigint | undefined): void {
-    this.durableAt = at;
-    const now = this.point();
-    if (this.hold && at !== undefined && now !== undefined && at <= now) this.releaseHold();
-  }
-
-  private releaseHold(): void {
-    this.hold?.release();
-    this.hold = undefined;
+    this.guard.keep(this.point(), this.attachedAt, holdCommit);
   }
 
   private readingFailed(turn: Turn, err: Error): void {
@@ -371,8 +345,7 @@ export class LaneBacklog {
   /** Nothing left to read or hold: the subscription ended, or the reading caught up and the lane delivered it. */
   private finish(): void {
     this.end();
-    this.releaseHold();
-    this.deps.cursor.save(undefined, undefined);
+    this.guard.clear();
     this.deps.forget(this);
   }
 
