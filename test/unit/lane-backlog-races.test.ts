@@ -1,14 +1,9 @@
-import { MockAgent, type Agent } from 'undici';
-import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
 import type { IncomingRecord, PartitionReader, PartitionReading } from '../../src/kafka/types';
 import { ReadingSlots } from '../../consumers/callback-bridge/reading-slots';
-import { createLogger } from '../../src/logger';
-import type { Subscription } from '../../src/subscriptions/subscription';
-import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { until } from '../support/until';
-import { ORIGIN, orderEvents, orderSubscription, range } from './order-events';
-import { FakeCommitHolds, FakeKafka, FakePartitionReader, FakeView } from './fakes';
-import { BACKLOG_CURSORS_VIEW } from '../../consumers/callback-bridge/backlog-cursors';
+import { orderEvents, orderSubscription, range } from './order-events';
+import { FakeCommitHolds } from './fakes';
+import { backlogBridge } from './backlog-bridge';
 
 /*
  * The lane backlogs' races, found in a review and each seen failing before its fix: a backlog that loses its wake-up
@@ -27,57 +22,8 @@ afterEach(() => {
   for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
 });
 
-function setup(laneBuffer: number, delayMs = 0, wrap?: (reader: PartitionReader) => PartitionReader) {
-  const kafka = new FakeKafka();
-  const { publisher, topics } = kafka;
-  const cursors = kafka.viewOf(BACKLOG_CURSORS_VIEW);
-  const view = new FakeView<Subscription>();
-  view.syncedAt = Date.now() + 3600000;
-  cursors.syncedAt = view.syncedAt;
-  const agent = new MockAgent();
-  agent.disableNetConnect();
-  const fakeReader = new FakePartitionReader(publisher);
-  const reader = wrap ? wrap(fakeReader) : fakeReader;
-  const logger = createLogger('silent');
-  const bridge = new CallbackBridge(
-    {
-      runGroupConsumer: () => Promise.reject(new Error('not used here')),
-      reader,
-      cursors,
-      publisher,
-      topics,
-      subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
-      groupId: 'bridge',
-      allowPrivate: true,
-      // A bridge budget no larger than a lane's buffer: every lane keeps to its buffer (BridgeWaiting).
-      concurrency: laneBuffer,
-      callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer },
-      kafkaTimeoutMs: 1000,
-      logger,
-    },
-    agent as unknown as Agent,
-    logger,
-  );
-  /** per subscription: the `n` of every accepted callback, in the order they came */
-  const accepted = new Map<string, number[]>();
-  const down = new Set<string>();
-  /** events (by n) whose every attempt is answered 503 while they are in this set */
-  const refused = new Set<number>();
-  let attempts = 0;
-  const interceptor = agent
-    .get(ORIGIN)
-    .intercept({ path: /.*/, method: 'POST' })
-    .reply((opts) => {
-      attempts += 1;
-      const id = String(opts.path).slice(1);
-      const n = Number(JSON.parse(String(opts.body)).data.n);
-      if (down.has(id) || refused.has(n)) return { statusCode: 503 };
-      accepted.set(id, [...(accepted.get(id) ?? []), n]);
-      return { statusCode: 204 };
-    });
-  (delayMs > 0 ? interceptor.delay(delayMs) : interceptor).persist();
-  return { publisher, view, reader: fakeReader, bridge, agent, accepted, down, refused, attempts: () => attempts };
-}
+const setup = (laneBuffer: number, delayMs = 0, wrap?: (reader: PartitionReader) => PartitionReader) =>
+  backlogBridge({ laneBuffer, delayMs, wrap });
 
 describe('more backlogs than reading slots, a dead endpoint that revives', () => {
   /*

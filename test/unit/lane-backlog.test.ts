@@ -1,12 +1,8 @@
-import { MockAgent, type Agent } from 'undici';
-import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
-import { createLogger } from '../../src/logger';
-import type { Subscription } from '../../src/subscriptions/subscription';
-import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { until } from '../support/until';
-import { ORIGIN, TOPIC, orderEvents, orderSubscription, range } from './order-events';
-import { FakeCommitHolds, FakeKafka, FakePartitionReader, FakeView } from './fakes';
-import { BACKLOG_CURSORS_VIEW, type BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
+import { TOPIC, orderEvents, orderSubscription, range } from './order-events';
+import { FakeCommitHolds } from './fakes';
+import { backlogBridge } from './backlog-bridge';
+import type { BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
 
 /*
  * A lane holds a bounded number of callbacks; what it has no room for (its buffer is full, or its head is failing)
@@ -22,75 +18,10 @@ afterEach(() => {
   for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
 });
 
-/**
- * The bridge's budget is, unless given, no larger than a lane's buffer: every lane keeps to its buffer, as under
- * pressure (BridgeWaiting).
- */
 function setup(laneBuffer: number, delayMs = 0, concurrency = laneBuffer) {
-  const kafka = new FakeKafka();
-  const { publisher, topics } = kafka;
-  const cursors = kafka.viewOf(BACKLOG_CURSORS_VIEW);
-  const view = new FakeView<Subscription>();
-  // Synced long after every event here: matching needs no sync, and every lane is within its lease.
-  view.syncedAt = Date.now() + 3600000;
-  cursors.syncedAt = view.syncedAt;
-  const agent = new MockAgent();
-  agent.disableNetConnect();
-  const reader = new FakePartitionReader(publisher);
-  const logger = createLogger('silent');
-  /** A bridge process on these fakes; a second one plays the bridge that takes a partition over. */
-  const newBridge = () =>
-    new CallbackBridge(
-      {
-        runGroupConsumer: () => Promise.reject(new Error('not used here')),
-        reader,
-        cursors,
-        publisher,
-        topics,
-        subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
-        groupId: 'bridge',
-        allowPrivate: true,
-        concurrency,
-        callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer },
-        kafkaTimeoutMs: 1000,
-        logger,
-      },
-      agent as unknown as Agent,
-      logger,
-    );
-  /** per subscription: the order numbers its receiver accepted, in the order they came */
-  const accepted = new Map<string, number[]>();
-  /** per subscription: whether its receiver answers 503 */
-  const down = new Set<string>();
-  let attempts = 0;
-  const interceptor = agent
-    .get(ORIGIN)
-    .intercept({ path: /.*/, method: 'POST' })
-    .reply((opts) => {
-      attempts += 1;
-      const id = String(opts.path).slice(1);
-      if (down.has(id)) return { statusCode: 503 };
-      const n = Number(JSON.parse(String(opts.body)).data.n);
-      accepted.set(id, [...(accepted.get(id) ?? []), n]);
-      return { statusCode: 204 };
-    });
-  (delayMs > 0 ? interceptor.delay(delayMs) : interceptor).persist();
   const handBack = new AbortController();
   handBacks.push(handBack);
-  return {
-    publisher,
-    view,
-    reader,
-    cursors,
-    bridge: newBridge(),
-    newBridge,
-    agent,
-    accepted,
-    down,
-    signal: handBack.signal,
-    handBack,
-    attempts: () => attempts,
-  };
+  return { ...backlogBridge({ laneBuffer, delayMs, concurrency }), signal: handBack.signal, handBack };
 }
 
 const cursorOf = (cursors: { get(key: string): BacklogCursor | undefined }, sub: string) =>
