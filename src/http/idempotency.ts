@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { tenantOf } from './auth';
-import type { Describe, IdempotencyKeys, StoredAnswer } from '../idempotency/idempotency-keys';
+import type { Describe, IdempotencyKeys } from '../idempotency/idempotency-keys';
+import type { StoredAnswer } from '../idempotency/idempotency-records';
 import type { KeyedCreation } from '../kafka/types';
 import { ProblemError } from '../problems/problem-error';
 import { headerValues } from './raw-headers';

@@ -8,11 +8,18 @@ import type {
   RecordPosition,
   StateView,
   ViewSource,
-  ViewSpec,
 } from '../kafka/types';
 import { Deadline } from '../lib/deadline';
 import type { Logger } from '../logger';
-import type { ProblemDetail } from '../problems/problem-detail';
+import {
+  decodeIdempotencyRecord,
+  IDEMPOTENCY_KEYS_VIEW,
+  type ClaimRecord,
+  type DoneRecord,
+  type IdempotencyRecord,
+  type ReleaseRecord,
+  type StoredAnswer,
+} from './idempotency-records';
 
 /** How long a key is remembered after its request created something (the IETF draft leaves it to the server). */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600 * 1000;
@@ -20,54 +27,6 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600 * 1000;
 const CLAIM_PREFIX = '!claim/';
 /** claim keys whose last record is older than this are tombstoned by the sweeper, to free memory */
 const CLAIM_CLEANUP_AFTER_MS = 3600 * 1000;
-
-/** What a keyed request answered: enough to answer a repeat the same way, from the current state. */
-export interface StoredAnswer {
-  status: number;
-  /** what the request created, in order (task ids, subscription ids, resource ids) */
-  ids: string[];
-  /** a request that created some things and failed others (a non-atomic bulk) */
-  errors?: ProblemDetail[];
-}
-
-/** "A request with this key is being handled": the first claim since the key was free wins. */
-interface ClaimRecord {
-  kind: 'claim';
-  scope: string;
-  claimId: string;
-  fingerprint: string;
-  at: number;
-}
-/** The winner wrote nothing after all: the key is free again at once. */
-interface ReleaseRecord {
-  kind: 'release';
-  scope: string;
-  claimId: string;
-  at: number;
-}
-/** Written in the creation's own transaction: the request created something and answered this. */
-interface DoneRecord {
-  kind: 'done';
-  scope: string;
-  fingerprint: string;
-  at: number;
-  answer: StoredAnswer;
-}
-export type IdempotencyRecord = ClaimRecord | ReleaseRecord | DoneRecord;
-
-export function decodeIdempotencyRecord(value: string): IdempotencyRecord {
-  const parsed = JSON.parse(value) as IdempotencyRecord;
-  const known = ['claim', 'release', 'done'].includes(parsed?.kind);
-  if (!known || typeof parsed.scope !== 'string' || typeof parsed.at !== 'number') {
-    throw new Error('not an idempotency record');
-  }
-  return parsed;
-}
-
-const IDEMPOTENCY_KEYS_VIEW: ViewSpec<IdempotencyRecord> = {
-  topic: 'idempotencyKeys',
-  decode: decodeIdempotencyRecord,
-};
 
 export type KeyDecision =
   | { kind: 'replay'; answer: StoredAnswer }

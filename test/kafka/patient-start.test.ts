@@ -12,7 +12,8 @@ import {
 import { ConfigError, loadConfig } from '../../src/config';
 import { KafkaUnavailableError } from '../../src/kafka/types';
 import { KAFKA_VERSION } from '../../src/embedded-kafka/kafka-version';
-import { startFailure, startLocalBroker, type LocalBroker } from '../../src/embedded-kafka/local-broker';
+import { startFailure } from '../../src/embedded-kafka/broker-jvm';
+import { startLocalBroker, type LocalBroker } from '../../src/embedded-kafka/local-broker';
 import { javaMajorVersion, resolveBrokerJars } from '../../src/embedded-kafka/local-broker-jars';
 import { acquirePidLock, LockHeldError } from '../../src/lib/pid-lock';
 import { createLogger } from '../../src/logger';

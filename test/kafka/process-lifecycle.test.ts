@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
-import { formatStorage, serverProperties } from '../../src/embedded-kafka/local-broker';
+import { formatStorage, serverProperties } from '../../src/embedded-kafka/broker-storage';
 import { javaMajorVersion, resolveBrokerJars } from '../../src/embedded-kafka/local-broker-jars';
 import { startChildService } from '../support/child-service';
 import { uniquePrefix } from '../support/test-service';

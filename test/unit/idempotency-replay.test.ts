@@ -1,4 +1,5 @@
-import { IdempotencyKeys, type IdempotencyRecord } from '../../src/idempotency/idempotency-keys';
+import { IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
+import type { IdempotencyRecord } from '../../src/idempotency/idempotency-records';
 import { createLogger } from '../../src/logger';
 import { FakePublisher, FakeView } from './fakes';
 

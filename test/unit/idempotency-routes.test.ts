@@ -1,4 +1,4 @@
-import type { IdempotencyRecord } from '../../src/idempotency/idempotency-keys';
+import type { IdempotencyRecord } from '../../src/idempotency/idempotency-records';
 import { problemType } from '../../src/problems/problem-types';
 import { TENANT_B_KEY } from '../support/api-keys';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';

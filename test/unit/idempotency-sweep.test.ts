@@ -1,8 +1,5 @@
-import {
-  IDEMPOTENCY_KEY_TTL_MS,
-  IdempotencyKeys,
-  type IdempotencyRecord,
-} from '../../src/idempotency/idempotency-keys';
+import { IDEMPOTENCY_KEY_TTL_MS, IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
+import type { IdempotencyRecord } from '../../src/idempotency/idempotency-records';
 import { capturedLogger, FakePublisher, FakeView } from './fakes';
 
 const HOUR = 3600 * 1000;

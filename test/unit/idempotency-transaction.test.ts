@@ -1,8 +1,5 @@
-import {
-  decodeIdempotencyRecord,
-  IdempotencyKeys,
-  type IdempotencyRecord,
-} from '../../src/idempotency/idempotency-keys';
+import { IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
+import { decodeIdempotencyRecord, type IdempotencyRecord } from '../../src/idempotency/idempotency-records';
 import {
   KafkaUnavailableError,
   type OutgoingRecord,
