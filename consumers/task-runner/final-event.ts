@@ -6,6 +6,7 @@ import type { StateView } from '../../src/kafka/types';
 import { isFinal, isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import type { CheckedWriter, PartitionWriters } from './partition-writers';
 import type { Outcome, TaskJournal } from './task-execution';
+import { isoNow } from '../../src/lib/iso-now';
 
 /** The one run (or rejection) of a task that may write its final event: its partition's writer and hand-back. */
 export interface FinalJob {
@@ -46,7 +47,7 @@ export class FinalEventWriter {
    */
   async finish(job: FinalJob, journal: TaskJournal, outcome: Outcome): Promise<'done' | 'retry'> {
     const status = STATUS_OF[outcome.kind];
-    const change: Partial<TaskSnapshot> = { status, finishedAt: new Date().toISOString(), ...outcome.data };
+    const change: Partial<TaskSnapshot> = { status, finishedAt: isoNow(), ...outcome.data };
     let writer = job.writer;
     let final = journal.write(outcome.kind, change, outcome.data, {
       generation: writer.generation,

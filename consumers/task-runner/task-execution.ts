@@ -6,6 +6,7 @@ import { taskEventRecords, type TaskEventKind, type TaskTopics } from '../../src
 import { isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import type { TraceContext } from '../../src/tracing/trace-context';
 import { TaskProblem, type TaskContext, type TaskType } from '../../src/tasks/task-type';
+import { isoNow } from '../../src/lib/iso-now';
 
 /** Why a run's signal was aborted, when it was not handed back. */
 export class Cancelled extends Error {
@@ -107,7 +108,7 @@ export class TaskJournal {
   }
 
   private next(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): OutgoingRecord[] {
-    this.snapshot = { ...this.snapshot, ...change, updatedAt: new Date().toISOString() };
+    this.snapshot = { ...this.snapshot, ...change, updatedAt: isoNow() };
     return taskEventRecords(this.deps.topics, kind, this.snapshot, data, this.deps.trace);
   }
 }

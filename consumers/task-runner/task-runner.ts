@@ -30,6 +30,7 @@ import type { TaskContext } from '../../src/tasks/task-type';
 import { FinalEventWriter, type FinalJob } from './final-event';
 import { PartitionWriters } from './partition-writers';
 import { Cancelled, execute, supersededBy, TaskJournal, TimedOut, type ExecutionDeps } from './task-execution';
+import { isoNow } from '../../src/lib/iso-now';
 
 export interface TaskRunnerDeps {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
@@ -148,7 +149,7 @@ export class TaskRunner {
     if (!type) throw new Error(`unknown type ${snapshot.type}`);
     const attempt = snapshot.attempt + 1;
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
-    const started = { status: 'running' as const, attempt, startedAt: new Date().toISOString() };
+    const started = { status: 'running' as const, attempt, startedAt: isoNow() };
     // Not awaited: it heads the run's chain of writes, so no later event of the run lands without it.
     journal.enqueue('task.started', started, { attempt, runner: this.deps.runnerId });
     const cancel = new AbortController();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Headers, OutgoingRecord } from '../kafka/types';
 import { traceHeaders, type TraceContext } from '../tracing/trace-context';
+import { isoNow } from '../lib/iso-now';
 
 export const EVENT_SOURCE = '/hookstream';
 
@@ -28,7 +29,7 @@ export function cloudEventRecord(args: {
     ce_type: args.type,
     ce_source: EVENT_SOURCE,
     ce_subject: args.subject,
-    ce_time: args.time ?? new Date().toISOString(),
+    ce_time: args.time ?? isoNow(),
   };
   // Added one by one, in the order they always had: an accepted task builds one of these per request.
   for (const [name, value] of Object.entries(args.extensions ?? {})) headers[`ce_${name}`] = value;

@@ -78,8 +78,9 @@ export const contentNegotiationPlugin = fp(
     });
 
     app.addHook('preValidation', (request, _reply, done) => {
-      const type = request.headers['content-type']?.split(';')[0].trim().toLowerCase();
-      if (type === MERGE_PATCH && request.method !== 'PATCH') {
+      // The method first: every POST with a body passes here, and only a non-PATCH can be refused.
+      const header = request.method === 'PATCH' ? undefined : request.headers['content-type'];
+      if (header !== undefined && header.split(';')[0].trim().toLowerCase() === MERGE_PATCH) {
         throw new ProblemError('unsupported-media-type', `${MERGE_PATCH} is accepted for PATCH only.`);
       }
       done();

@@ -3,6 +3,7 @@ import { cloudEventRecord } from '../events/cloud-event';
 import type { OutgoingRecord, Publisher, StateView, ViewSource, ViewSpec } from '../kafka/types';
 import type { WriteContext } from '../kafka/write-context';
 import { writeThenRead } from '../kafka/read-your-writes';
+import { isoNow } from '../lib/iso-now';
 
 export interface StoredResource {
   collection: string;
@@ -60,7 +61,7 @@ export class ResourceStore {
 
   /** `on.trace`: the request's span, which the domain events name; `on.idempotency`: its keyed creation. */
   async write(writes: ResourceWrite[], on: WriteContext = {}): Promise<(StoredResource | undefined)[]> {
-    const now = new Date().toISOString();
+    const now = isoNow();
     const records: OutgoingRecord[] = [];
     const results: (StoredResource | undefined)[] = [];
     for (const w of writes) {

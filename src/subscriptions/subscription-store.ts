@@ -5,6 +5,7 @@ import { waitAtLeast } from '../lib/abortable-sleep';
 import { SUBSCRIPTIONS_VIEW, type CancelReason, type Subscription, type SubscriptionMode } from './subscription';
 import { CANCEL_SETTLE_MS } from './subscription-lease';
 import { newSecret } from './webhook-signature';
+import { isoNow } from '../lib/iso-now';
 
 export interface SubscriptionStoreDeps {
   view: StateView<Subscription>;
@@ -47,7 +48,7 @@ export class SubscriptionStore {
 
   /** The subscription and its record, for writing in another transaction (a task's). */
   draft(n: NewSubscription, id: string = uuidv4()): { subscription: Subscription; record: OutgoingRecord } {
-    const now = new Date().toISOString();
+    const now = isoNow();
     const subscription: Subscription = {
       id,
       ...n,
@@ -85,7 +86,7 @@ export class SubscriptionStore {
       ...s,
       status: 'cancelled',
       cancelReason: reason,
-      updatedAt: new Date().toISOString(),
+      updatedAt: isoNow(),
     };
     await this.write([this.record(ended)], Math.max(1, timeoutMs));
     return ended;

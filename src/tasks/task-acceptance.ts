@@ -3,6 +3,7 @@ import type { KeyedCreation, OutgoingRecord, Publisher, RecordPosition, StateVie
 import type { TraceContext } from '../tracing/trace-context';
 import { taskEventRecord, type TaskTopics } from './task-events';
 import type { TaskRecord, TaskSnapshot } from './task-snapshot';
+import { isoNow } from '../lib/iso-now';
 
 export interface NewTask {
   taskId: string;
@@ -25,7 +26,7 @@ export async function acceptTask(
   alongside: OutgoingRecord[] = [],
   idempotency?: KeyedCreation,
 ): Promise<TaskSnapshot> {
-  const now = new Date().toISOString();
+  const now = isoNow();
   const draft: TaskSnapshot = {
     taskId: task.taskId,
     tenant: task.tenant,

@@ -17,6 +17,7 @@ import {
   type TaskSnapshot,
   type TaskStatus,
 } from './task-snapshot';
+import { isoNow } from '../lib/iso-now';
 
 export interface TaskStoreDeps {
   view: StateView<TaskRecord>;
@@ -110,7 +111,7 @@ export class TaskStore {
       type: s.type,
       input: s.input,
       tenant: s.tenant,
-      submittedAt: new Date().toISOString(),
+      submittedAt: isoNow(),
       accepted: true,
     };
     const snapshot = await acceptTask(
@@ -145,7 +146,7 @@ export class TaskStore {
 
   /** Records the request; the runner that owns the task aborts it and publishes task.cancelled. */
   async requestCancel(taskId: string): Promise<void> {
-    const request: CancelRequest = { cancel: true, taskId, requestedAt: new Date().toISOString() };
+    const request: CancelRequest = { cancel: true, taskId, requestedAt: isoNow() };
     const record = { topic: this.deps.topics.tasks, key: cancelKey(taskId), value: JSON.stringify(request) };
     await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) =>
       this.deps.publisher.publish([record], { timeoutMs }),
