@@ -72,7 +72,7 @@ export class LaneBacklog {
   /** the reading under way (also while it opens); a record from any other is stale and passed over */
   private current: Turn | undefined;
   /** a record read that waits for room in the lane */
-  private waiting: (() => void) | undefined;
+  private waiting: ((superseded?: boolean) => void) | undefined;
   private openFailures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private ended = false;
@@ -238,12 +238,16 @@ export class LaneBacklog {
     }
     if (callback) {
       while (!this.deps.lane().hasRoom()) {
-        await new Promise<void>((resolve) => {
-          this.waiting = resolve;
+        const superseded = await new Promise<boolean>((resolve) => {
+          // A reader that restarted offers its record again while the first offer waits here: the new offer goes
+          // on, and the first one ends, so the reader it came from stops waiting for it.
+          this.waiting?.(true);
+          this.waiting = (later = false) => resolve(later);
           this.deps.lane().wantRoom();
           // Only waiting: another backlog may read meanwhile, and this one reads on from here later.
           this.deps.slots.idle(this);
         });
+        if (superseded) return;
         this.deps.slots.busy(this);
         if (turn !== this.current) return;
       }

@@ -269,3 +269,46 @@ describe('an eviction whose first callback of a partition is from a handed-back 
     expect(accepted.get('s')).toEqual([0, 1, 2]);
   });
 });
+
+describe('a reader that restarts while its record waits for room in the lane', () => {
+  /*
+   * PartitionReader replaces a consumer kafkajs gave up on, from the record it was handing over: that record is
+   * offered again while the first offer may still wait for lane room. The crashed consumer's loop keeps waiting for
+   * its offer (heartbeating a consumer that is gone) until the offer settles. Here every record is offered twice at
+   * once, the first offer left behind as the crashed consumer's.
+   */
+  test('each event is delivered once and in order, and the offer left behind settles', async () => {
+    const offers: Promise<void>[] = [];
+    const restartingOnEveryRecord = (reader: PartitionReader): PartitionReader => ({
+      endOffset: (topic, partition, timeoutMs) => reader.endOffset(topic, partition, timeoutMs),
+      open: (options, timeoutMs) =>
+        reader.open(
+          {
+            ...options,
+            onRecord: (record) => {
+              offers.push(Promise.resolve(options.onRecord(record)));
+              const again = Promise.resolve(options.onRecord(record));
+              offers.push(again);
+              return again;
+            },
+          },
+          timeoutMs,
+        ),
+    });
+    const { publisher, view, bridge, agent, accepted, reader } = setup(2, 2, restartingOnEveryRecord);
+    view.set('s', orderSubscription('s'));
+    const holds = new FakeCommitHolds();
+    const records = await orderEvents(publisher, { count: 30 });
+    const signal = owned().signal;
+    await Promise.all(records.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
+    await until(async () => ((accepted.get('s') ?? []).length >= 30 ? true : undefined), 5000, 5);
+    expect(accepted.get('s')).toEqual(range(0, 30));
+    // The backlog read the events the lane had no room for (two offers each), and the offers waited for room.
+    expect(offers.length).toBeGreaterThanOrEqual(2 * 20);
+    let settled = 0;
+    for (const offer of offers) void offer.then(() => (settled += 1));
+    await until(async () => (settled === offers.length ? true : undefined), 3000, 5);
+    expect(reader.openReadings).toBe(0);
+    await agent.close();
+  });
+});
