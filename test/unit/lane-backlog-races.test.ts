@@ -181,9 +181,11 @@ describe('a backlog asked to yield its reading slot after it was resumed keeps i
     await Promise.all(handling);
     try {
       await until(async () => ((accepted.get('s') ?? []).length >= 11 ? true : undefined), 3000, 5);
+    } catch (err) {
+      // What arrived, and which commits are still held, when it did not all arrive.
+      console.log({ got: accepted.get('s') ?? [], held: holds.map((h) => h.lowest) });
+      throw err;
     } finally {
-      const got = accepted.get('s') ?? [];
-      console.log({ got, held: holds.map((h) => h.lowest) });
       await agent.close();
     }
     const got = accepted.get('s') ?? [];
@@ -261,8 +263,10 @@ describe('an eviction whose first callback of a partition is from a handed-back 
     await Promise.all(old);
     try {
       await until(async () => ((accepted.get('s') ?? []).length >= 3 ? true : undefined), 3000, 5);
-    } finally {
+    } catch (err) {
       console.log({ accepted: accepted.get('s'), finished, held: holds.lowest });
+      throw err;
+    } finally {
       await agent.close();
     }
     await Promise.all(current);
