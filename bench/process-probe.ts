@@ -1,15 +1,5 @@
-/* What the benchmarks that run hookstream as its own process need: a free port, and the process's RSS. */
+/* What the benchmarks that run hookstream as its own process need: whether it is ready, and its memory. */
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const address = s.address();
-      s.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 export function rssMb(pid: number): number {
   const line =

@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { connectKafka } from '../src/kafka/kafka-gateway';
 import { createLogger } from '../src/logger';
 import type { TaskSnapshot } from '../src/tasks/task-snapshot';
-import { freePort, ready, rssMb } from './process-probe';
+import { freePort } from '../src/lib/free-port';
+import { ready, rssMb } from './process-probe';
 
 export interface RetainedFigure {
   tasks: number;

@@ -7,7 +7,8 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { closedLoopApart, poster } from './load';
-import { freePort, memoryMb, ready, rssMb } from './process-probe';
+import { freePort } from '../src/lib/free-port';
+import { memoryMb, ready, rssMb } from './process-probe';
 
 export interface SteadyFigure {
   tasks: number;

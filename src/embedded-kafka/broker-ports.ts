@@ -2,6 +2,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../lib/free-port';
 import type { LocalBrokerOptions } from './local-broker';
 
 function portIsFree(port: number): Promise<boolean> {
@@ -12,21 +13,9 @@ function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-function anyFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function freePort(avoid: ReadonlySet<number>): Promise<number> {
+async function freePortAvoiding(avoid: ReadonlySet<number>): Promise<number> {
   for (;;) {
-    const port = await anyFreePort();
+    const port = await freePort();
     if (!avoid.has(port)) return port;
   }
 }
@@ -49,8 +38,8 @@ export async function choosePorts(
     if ((await usable(p)) && (await usable(c))) [port, controllerPort] = [p, c];
   }
   const preferred = options.preferredPort;
-  port ??= preferred !== undefined && (await usable(preferred)) ? preferred : await freePort(avoid);
-  controllerPort ??= await freePort(new Set([...avoid, port]));
+  port ??= preferred !== undefined && (await usable(preferred)) ? preferred : await freePortAvoiding(avoid);
+  controllerPort ??= await freePortAvoiding(new Set([...avoid, port]));
   if (options.persistent) writeFileSync(saved, JSON.stringify([port, controllerPort]));
   return [port, controllerPort];
 }

@@ -4,7 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import { parse } from 'yaml';
 import { APACHE_KAFKA_IMAGE } from '../../src/embedded-kafka/kafka-version';
 import { http } from '../support/http';
-import { engineEnv, freePort, must, root, run, skipReason, until } from './engine';
+import { freePort } from '../../src/lib/free-port';
+import { engineEnv, must, root, run, skipReason, until } from './engine';
 import { HealthTicker } from './health-ticker';
 
 /*

@@ -1,5 +1,4 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 /*
@@ -93,19 +92,6 @@ export async function must(cmd: string, args: string[], options: RunOptions = {}
     throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${(r.stdout + r.stderr).slice(-4000)}`);
   }
   return r.stdout;
-}
-
-/** A port free on 127.0.0.1 right now, for a published port. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** Polls until check returns a value (not undefined), or throws with the last state after timeoutMs. */

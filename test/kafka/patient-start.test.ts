@@ -15,6 +15,7 @@ import { KAFKA_VERSION } from '../../src/embedded-kafka/kafka-version';
 import { startFailure } from '../../src/embedded-kafka/broker-jvm';
 import { startLocalBroker, type LocalBroker } from '../../src/embedded-kafka/local-broker';
 import { javaMajorVersion, resolveBrokerJars } from '../../src/embedded-kafka/local-broker-jars';
+import { freePort } from '../../src/lib/free-port';
 import { acquirePidLock, LockHeldError } from '../../src/lib/pid-lock';
 import { createLogger } from '../../src/logger';
 import { brokersUnreachable } from '../../src/startup/broker-reachable';
@@ -26,17 +27,6 @@ const MAIN = join(__dirname, '../../dist/src/main.js');
 const hasJava = (javaMajorVersion() ?? 0) >= 17;
 const withJava = hasJava ? test : test.skip;
 const silent = createLogger('silent');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
