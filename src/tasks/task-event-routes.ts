@@ -78,7 +78,7 @@ function wantsEventStream(request: FastifyRequest): boolean {
  * cursor would send events again. A cursor before the first event starts at
  * the first event.
  */
-function resumeOffset(request: FastifyRequest<EventsRequest>, task: TaskSnapshot): bigint {
+function resumeOffset(request: FastifyRequest<EventsRequest>, task: TaskSnapshot): { from: bigint; where?: string } {
   const header = request.headers['last-event-id'];
   const cursors = [
     { given: request.query.after, where: '/querystring/after' },
@@ -88,6 +88,7 @@ function resumeOffset(request: FastifyRequest<EventsRequest>, task: TaskSnapshot
     },
   ];
   let from = BigInt(task.offset);
+  let by: string | undefined;
   for (const { given, where } of cursors) {
     if (given === undefined) continue;
     const cursor = parseCoordinate(given);
@@ -97,9 +98,30 @@ function resumeOffset(request: FastifyRequest<EventsRequest>, task: TaskSnapshot
         errors: [problem('invalid-field', `${where} must be ${task.partition}:<offset>`, { instance: where })],
       });
     }
-    if (cursor.offset + 1n > from) from = cursor.offset + 1n;
+    if (cursor.offset + 1n > from) {
+      from = cursor.offset + 1n;
+      by = where;
+    }
   }
-  return from;
+  return { from, where: by };
+}
+
+/**
+ * A cursor at or past the partition's end is no event of this task: a stream resumed from it would wait for ever,
+ * since the task's later events (its final one too) land before it. Checked only when a cursor moved the start.
+ */
+async function refuseCursorPastEnd(
+  deps: TaskEventRouteDeps,
+  task: TaskSnapshot,
+  { from, where }: ReturnType<typeof resumeOffset>,
+): Promise<void> {
+  if (where === undefined) return;
+  const end = BigInt(await deps.reader.endOffset(task.topic, task.partition, deps.timeoutMs));
+  if (from <= end) return;
+  const detail = `The cursor must be an event id of this task; ${task.partition}:${from - 1n} is past its partition's end.`;
+  throw new ProblemError('validation-failed', detail, {
+    errors: [problem('invalid-field', `${where} must be before ${task.partition}:${end}`, { instance: where })],
+  });
 }
 
 /**
@@ -122,7 +144,9 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
     },
     async (request, reply) => {
       const task = deps.ownTask(tenantOf(request), request.params.taskId);
-      const from = resumeOffset(request, task);
+      const resume = resumeOffset(request, task);
+      await refuseCursorPastEnd(deps, task, resume);
+      const { from } = resume;
       const self = `/tasks/${task.taskId}/events`;
       // One URL, two representations: a cache must key on Accept.
       reply.header('vary', 'Accept');

@@ -162,3 +162,29 @@ test('a client that leaves stops its partition reader', async () => {
   expect(b.kafka.partitionReader.openReadings).toBe(before);
   await http(a.url, `/tasks/${task.taskId}`, { method: 'PATCH', body: { status: 'cancelled' } });
 });
+
+test("a cursor past the end of the task's partition is no event of the task: 400, not a stream that never ends", async () => {
+  const task = await submit({ steps: 2, stepMs: 1500 });
+  const far = `${task.partition}:99999999`;
+  // Opened while the task runs: its final event lands before that offset, so such a stream would never see it.
+  const sse = await openSse(b.url, `/tasks/${task.taskId}/events?after=${far}`);
+  await sse.ended;
+  expect(sse.status).toBe(400);
+  expect(JSON.parse(sse.text())).toMatchObject({
+    type: 'https://hookstream.dev/problems/validation-failed',
+    errors: [{ instance: '/querystring/after' }],
+  });
+  const header = await openSse(b.url, `/tasks/${task.taskId}/events`, { 'last-event-id': far });
+  await header.ended;
+  expect(header.status).toBe(400);
+  expect(JSON.parse(header.text()).errors[0].instance).toBe('/headers/last-event-id');
+  const page = await http(b.url, `/tasks/${task.taskId}/events?after=${far}`, {
+    headers: { accept: 'application/hal+json' },
+  });
+  expect(page.status).toBe(400);
+  // The task's first event is a good cursor while it runs: that stream goes on to the final event and ends.
+  const rest = await openSse(b.url, `/tasks/${task.taskId}/events?after=${task.partition}:${task.offset}`);
+  await rest.ended;
+  expect(rest.status).toBe(200);
+  expect(rest.events.at(-1)?.event).toBe('task.succeeded');
+});
