@@ -1,9 +1,18 @@
-import { connect } from 'node:net';
+import { brokerAnswers } from './broker-ping';
 
 /**
- * Knows, within about a second, whether any bootstrap broker accepts
- * connections. Requests that need Kafka consult it so they fail fast with 503
- * instead of waiting out the client's retries while the broker is down.
+ * How long a broker has to answer a ping. Longer than the probe interval: a broker on a busy machine (a GC pause, both
+ * cores taken) must not be called down while it still serves, and a probe in flight holds back the next one.
+ */
+const ANSWER_TIMEOUT_MS = 2000;
+
+/**
+ * Knows whether any bootstrap broker serves: within about a second when it is
+ * down (the connection is refused), within ANSWER_TIMEOUT_MS when it hangs
+ * (a stopped process still has its connections accepted by the kernel, so a
+ * connect alone said "up" for a broker that answered nothing). Requests that
+ * need Kafka consult it so they fail fast with 503 instead of waiting out the
+ * client's retries while the broker is down.
  */
 export class KafkaHealth {
   private reachable = true;
@@ -13,6 +22,7 @@ export class KafkaHealth {
   constructor(
     private readonly brokers: string[],
     private readonly intervalMs = 1000,
+    private readonly answerTimeoutMs = ANSWER_TIMEOUT_MS,
   ) {}
 
   get up(): boolean {
@@ -37,27 +47,11 @@ export class KafkaHealth {
     if (this.probing) return this.reachable;
     this.probing = true;
     try {
-      const results = await Promise.all(this.brokers.map((b) => tcpReachable(b, Math.min(1000, this.intervalMs))));
+      const results = await Promise.all(this.brokers.map((b) => brokerAnswers(b, this.answerTimeoutMs)));
       this.reachable = results.some(Boolean);
     } finally {
       this.probing = false;
     }
     return this.reachable;
   }
-}
-
-function tcpReachable(broker: string, timeoutMs: number): Promise<boolean> {
-  const i = broker.lastIndexOf(':');
-  const host = broker.slice(0, i).replace(/^\[|\]$/g, '');
-  const port = Number(broker.slice(i + 1));
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
@@ -15,6 +15,14 @@ import { EXAMPLE_SERVICE, testConfig, uniquePrefix } from '../support/test-servi
  * (as the embedded default does) and says so when there is none.
  */
 const hasJava = (javaMajorVersion() ?? 0) >= 17;
+
+/** The broker's JVM: LocalBroker's pid is the shell that watches it (src/embedded-kafka/broker-jvm.ts). */
+function javaOf(watchdog: number): number {
+  const children = readFileSync(`/proc/${watchdog}/task/${watchdog}/children`, 'utf8').trim().split(/\s+/);
+  const java = children.find((c) => readFileSync(`/proc/${c}/comm`, 'utf8').trim() === 'java');
+  if (!java) throw new Error(`no java process under ${watchdog}`);
+  return Number(java);
+}
 const maybe = hasJava ? describe : describe.skip;
 if (!hasJava)
   console.warn('kafka-outage test skipped: it starts its own broker from the Kafka jars, which needs Java 17+');
@@ -86,4 +94,37 @@ maybe('Kafka down under a running api', () => {
     }
     expect(final).toBe('succeeded');
   }, 240000);
+  test('a hung broker (SIGSTOP: the kernel still accepts connections) is down for readiness and writes; SIGCONT recovers', async () => {
+    const order = { orderNumber: 2, itemCount: 1, status: 'open' };
+    expect((await http(api.url, '/health/ready')).status).toBe(200);
+    const pid = javaOf(broker.pid as number);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const frozen = Date.now();
+      let ready = await http(api.url, '/health/ready');
+      while (ready.status === 200 && Date.now() - frozen < 15000) {
+        await new Promise((r) => setTimeout(r, 250));
+        ready = await http(api.url, '/health/ready');
+      }
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks.kafka).toBe('down');
+      console.log(`kafka-outage: readiness said down ${Date.now() - frozen} ms after the broker stopped answering`);
+      const started = Date.now();
+      const write = await http(api.url, '/orders', { body: order });
+      expect(write.status).toBe(503);
+      expect(write.body.type).toBe('https://hookstream.dev/problems/kafka-unavailable');
+      expect(Date.now() - started).toBeLessThan(4000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const deadline = Date.now() + 90000;
+    let status = 0;
+    while (Date.now() < deadline) {
+      status = (await http(api.url, '/orders', { body: order })).status;
+      if (status === 201) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(status).toBe(201);
+    expect((await http(api.url, '/health/ready')).status).toBe(200);
+  }, 180000);
 });

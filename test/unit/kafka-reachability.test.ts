@@ -1,24 +1,58 @@
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
+import { brokerAnswers } from '../../src/kafka/broker-ping';
 import { KafkaHealth } from '../../src/kafka/kafka-health';
 import { withKafkaTimeout } from '../../src/kafka/kafka-timeout';
 import { KafkaUnavailableError } from '../../src/kafka/types';
 import { brokersUnreachable } from '../../src/startup/broker-reachable';
 
-/* Whether a bootstrap broker answers at all, asked of TCP listeners on loopback: no Kafka needed to know that. */
+/*
+ * Whether a bootstrap broker answers at all, asked of TCP listeners on loopback: one that answers an ApiVersions
+ * request as a broker does (its correlation id back in a complete frame), one that accepts and says nothing (a hung
+ * broker, whose connections the kernel still accepts), and a closed port. No Kafka needed to know that.
+ */
 let listening: Server;
+let silentServer: Server;
 let open: string;
+let silent: string;
 let closed: string;
+
+function answersApiVersions(socket: Socket): void {
+  let received = Buffer.alloc(0);
+  socket.on('data', (chunk: Buffer) => {
+    received = Buffer.concat([received, chunk]);
+    if (received.length < 12 || received.length < 4 + received.readInt32BE(0)) return;
+    const answer = Buffer.alloc(14);
+    answer.writeInt32BE(10, 0);
+    answer.writeInt32BE(received.readInt32BE(8), 4);
+    answer.writeInt16BE(0, 8);
+    answer.writeInt32BE(0, 10);
+    socket.end(answer);
+  });
+}
+
+const listen = async (server: Server) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `127.0.0.1:${(server.address() as { port: number }).port}`;
+};
+
 beforeAll(async () => {
-  listening = createServer((socket) => socket.destroy());
-  await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
-  open = `127.0.0.1:${(listening.address() as { port: number }).port}`;
+  listening = createServer(answersApiVersions);
+  open = await listen(listening);
+  silentServer = createServer(() => undefined);
+  silent = await listen(silentServer);
   // A port that was just free and is closed again: connecting to it is refused.
   const probe = createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
   closed = `127.0.0.1:${(probe.address() as { port: number }).port}`;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
 });
-afterAll(() => new Promise<void>((resolve) => listening.close(() => resolve())));
+afterAll(async () => {
+  for (const server of [listening, silentServer]) {
+    server.close();
+    // The silent one still holds the probes' connections; close() waits for them.
+    (server as Server & { closeAllConnections?: () => void }).closeAllConnections?.();
+  }
+});
 
 describe('start-up: is any bootstrap broker reachable', () => {
   test('one broker accepting connections is enough', async () => {
@@ -33,13 +67,21 @@ describe('start-up: is any bootstrap broker reachable', () => {
 });
 
 describe('KafkaHealth', () => {
-  test('up while a broker accepts connections, down when none does; a failed write marks it down at once', async () => {
+  test('up while a broker answers, down when none does; a failed write marks it down at once', async () => {
     const health = new KafkaHealth([closed, open]);
     expect(await health.probe()).toBe(true);
     health.markDown();
     expect(health.up).toBe(false);
     expect(await health.probe()).toBe(true);
     expect(await new KafkaHealth([closed]).probe()).toBe(false);
+  });
+
+  test('a broker that accepts the connection but never answers (hung) is down: a connect is no answer', async () => {
+    expect(await brokerAnswers(silent, 300)).toBe(false);
+    expect(await brokerAnswers(closed, 300)).toBe(false);
+    expect(await brokerAnswers(open, 2000)).toBe(true);
+    expect(await new KafkaHealth([silent], 1000, 300).probe()).toBe(false);
+    expect(await new KafkaHealth([silent, open], 1000, 300).probe()).toBe(true);
   });
 
   test('probes on its interval until stopped', async () => {
