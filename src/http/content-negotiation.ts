@@ -55,7 +55,7 @@ function hasBody(headers: { 'content-length'?: string; 'transfer-encoding'?: str
 export const contentNegotiationPlugin = fp(
   async (app: FastifyInstance) => {
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, jsonBodyParser(app));
+    app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'buffer' }, jsonBodyParser(app));
 
     app.addHook('onRequest', (request, _reply, done) => {
       // Bodies are read as sent (RFC 9110 §8.4: 415 for a content coding the server does not take).

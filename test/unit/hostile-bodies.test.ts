@@ -131,6 +131,47 @@ describe('bodies', () => {
     expect(utf8.body.status).toBe('café');
   });
 
+  test('bytes that are not UTF-8 are a 400 malformed-body, not stored as U+FFFD', async () => {
+    const before = api.resources.list('users').length;
+    const bad = Buffer.concat([Buffer.from('{"name":"bad'), Buffer.from([0xff, 0xfe]), Buffer.from('utf"}')]);
+    const res = await api.app.inject({
+      method: 'POST',
+      url: '/users',
+      headers: { ...bearer(), 'content-type': 'application/json' },
+      payload: bad,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().type).toBe(problemType('malformed-body'));
+    expect(res.json().detail).toMatch(/UTF-8/);
+    expect(api.resources.list('users').length).toBe(before);
+    const ok = await call(api.app, '/users', {
+      raw: '{"name":"Zoë ✓ 😀"}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.body.name).toBe('Zoë ✓ 😀');
+  });
+
+  test('a lone surrogate escape is a 400 malformed-body naming where; a paired one is text', async () => {
+    for (const [raw, at] of [
+      ['{"name":"lone\\ud800x"}', '/name'],
+      ['{"name":"tail\\uDC00"}', '/name'],
+      ['{"name":"x","tags":["ok","\\udfff"]}', '/tags/1'],
+      ['{"name":"x","\\ud83d":1}', '/\\ud83d'],
+    ]) {
+      const res = await call(api.app, '/users', { raw, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('malformed-body'));
+      expect(res.body.detail).toContain(`"${at}"`);
+    }
+    const pair = await call(api.app, '/users', {
+      raw: '{"name":"pair\\ud83d\\ude00"}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(pair.status).toBe(201);
+    expect(pair.body.name).toBe('pair😀');
+  });
+
   test('a compressed body is 415, not malformed JSON; identity is a body as sent', async () => {
     const gz = await api.app.inject({
       method: 'POST',
