@@ -190,6 +190,28 @@ describe('bodies', () => {
   });
 });
 
+describe('path segments', () => {
+  test('a segment longer than any id is a 404 like a short unknown id, its detail short', async () => {
+    const short = await call(api.app, '/users/nobody');
+    const long = await call(api.app, `/users/${'a'.repeat(300)}`);
+    for (const res of [short, long]) {
+      expect(res.status).toBe(404);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body.type).toBe(problemType('not-found'));
+      expect(res.body.logref).toBe(res.headers['x-request-id']);
+    }
+    expect(long.body.detail.length).toBeLessThan(200);
+    expect((await call(api.app, `/tasks/${'t'.repeat(5000)}/events`)).body.detail.length).toBeLessThan(200);
+  });
+
+  test('a malformed %-escape is a 400 bad-request whose detail does not echo a long URL', async () => {
+    const res = await call(api.app, `/users/%zz${'b'.repeat(150)}`);
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(problemType('bad-request'));
+    expect(res.body.detail).not.toContain('b'.repeat(100));
+  });
+});
+
 describe('methods on the docs page files', () => {
   test('a method the files do not take is 405 with Allow, as on every other path', async () => {
     for (const method of ['PUT', 'DELETE'] as const) {
