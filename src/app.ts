@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
 import { healthRoutes, type Readiness } from './health/health-routes';
 import { authPlugin } from './http/auth';
+import { answerConnect } from './http/connect-method';
 import { contentNegotiationPlugin } from './http/content-negotiation';
 import { docsPage } from './docs/docs-page';
 import { openApiDocumentRoute, openApiPlugin } from './docs/openapi-plugin';
@@ -154,6 +155,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
     answerExpectation(req, res, deps.logger),
+  );
+  app.server.on('connect', (req: IncomingMessage, socket: Duplex) =>
+    answerConnect(req, socket, (path) => app.allowedMethods(path), deps.logger),
   );
   await app.register(requestIdPlugin);
   // Before any route: every route's schema gets the conventions' parts, and is documented.

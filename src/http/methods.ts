@@ -2,6 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../problems/problem-error';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The methods a path takes (with OPTIONS), sorted; undefined when no route has it. */
+    allowedMethods(path: string): string[] | undefined;
+  }
+}
+
 interface PathMethods {
   pattern: RegExp;
   methods: Set<string>;
@@ -41,6 +48,8 @@ export const methodsPlugin = fp(
       found.add('OPTIONS');
       return [...found].sort();
     }
+    // For the server's CONNECT answer, which Fastify never sees (connect-method.ts).
+    app.decorate('allowedMethods', allowed);
 
     app.setNotFoundHandler(async (request, reply) => {
       const path = request.url.split('?')[0];

@@ -289,6 +289,21 @@ describe('raw HTTP the framework would answer with an empty body', () => {
     }
   });
 
+  test('CONNECT is answered like any unsupported method: a 405 Problem with Allow, then the connection closes', async () => {
+    const tunnel = await raw('CONNECT localhost:80 HTTP/1.1\r\nHost: localhost:80\r\n\r\n');
+    expect(tunnel).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    expect(tunnel).toMatch(/\r\nallow: \r\n/i);
+    expect(tunnel).toMatch(/content-type: application\/problem\+json/i);
+    const id = /x-request-id: (\S+)/i.exec(tunnel)?.[1];
+    const body = JSON.parse(tunnel.split('\r\n\r\n')[1]);
+    expect(body).toMatchObject({ type: problemType('method-not-allowed'), status: 405, logref: id });
+    const onPath = await raw('CONNECT /orders HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(onPath).toMatch(/^HTTP\/1\.1 405 /);
+    expect(onPath).toMatch(/\r\nallow: GET, HEAD, OPTIONS, PATCH, POST\r\n/i);
+    expect(onPath).toContain('"instance":"/orders"');
+    expect(await raw('CONNECT /nowhere HTTP/1.1\r\nHost: x\r\n\r\n')).toMatch(/^HTTP\/1\.1 404 /);
+  });
+
   test('an Expect other than 100-continue is a 417 Problem naming the path', async () => {
     const answer = await raw('GET /orders?limit=1 HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 417 /);
