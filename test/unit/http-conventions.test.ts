@@ -287,6 +287,27 @@ describe('Problem Details', () => {
     expect(mergeOnPatch.status).toBe(200);
   });
 
+  test('415 to a PATCH says in Accept-Patch what a patch may be (RFC 5789 §2.2); OPTIONS of a PATCH path too', async () => {
+    const id = await createOrder();
+    for (const url of [`/orders/${id}`, '/orders']) {
+      const jsonPatch = await call(api.app, url, {
+        method: 'PATCH',
+        raw: '[{"op":"replace","path":"/status","value":"packed"}]',
+        headers: { 'content-type': 'application/json-patch+json' },
+      });
+      isProblem(jsonPatch, 415);
+      expect(jsonPatch.headers['accept-patch']).toBe(
+        'application/merge-patch+json, application/json, application/hal+json',
+      );
+      const options = await call(api.app, url, { method: 'OPTIONS' });
+      expect(options.headers['accept-patch']).toBe(jsonPatch.headers['accept-patch']);
+    }
+    // Not on what takes no PATCH.
+    const xml = await call(api.app, '/orders', { raw: '<order/>', headers: { 'content-type': 'application/xml' } });
+    expect(xml.headers['accept-patch']).toBeUndefined();
+    expect((await call(api.app, '/task-types', { method: 'OPTIONS' })).headers['accept-patch']).toBeUndefined();
+  });
+
   test('413: a body over the limit', async () => {
     const res = await call(api.app, '/orders', { body: { ...newOrder, status: 'x'.repeat(70 * 1024) } });
     expect(res.status).toBe(413);
