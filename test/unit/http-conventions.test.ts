@@ -315,6 +315,41 @@ describe('Problem Details', () => {
   });
 });
 
+describe('If-Match (RFC 9110 §13.1.1): no entity tag is issued, so only * can match', () => {
+  test('any other If-Match on PUT, PATCH or DELETE is a 412 Problem and changes nothing', async () => {
+    const id = await createOrder();
+    const before = api.kafka.publisher.published.length;
+    const changes = [
+      { method: 'PUT' as const, body: { ...newOrder, status: 'packed' } },
+      { method: 'PATCH' as const, body: { status: 'packed' } },
+      { method: 'DELETE' as const },
+    ];
+    for (const ifMatch of ['"v1"', 'W/"v1"', '"a", "b"']) {
+      for (const change of changes) {
+        const res = await call(api.app, `/orders/${id}`, { ...change, headers: { 'if-match': ifMatch } });
+        expect(res.status).toBe(412);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.body).toMatchObject({ type: problemType('precondition-failed'), status: 412 });
+      }
+    }
+    expect(api.kafka.publisher.published.length).toBe(before);
+    expect((await call(api.app, `/orders/${id}`)).body.status).not.toBe('packed');
+  });
+
+  test('If-Match: * matches a resource that exists; a missing one is still 404', async () => {
+    const id = await createOrder();
+    const star = { 'if-match': '*' };
+    expect(
+      (await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { status: 'packed' }, headers: star })).status,
+    ).toBe(200);
+    expect((await call(api.app, `/orders/${id}`, { method: 'DELETE', headers: star })).status).toBe(204);
+    for (const ifMatch of ['*', '"v1"']) {
+      const gone = await call(api.app, `/orders/${id}`, { method: 'DELETE', headers: { 'if-match': ifMatch } });
+      expect(gone.status).toBe(404);
+    }
+  });
+});
+
 describe('methods', () => {
   test('OPTIONS answers 204 with Allow and changes nothing', async () => {
     const before = api.kafka.publisher.published.length;
