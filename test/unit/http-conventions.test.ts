@@ -350,6 +350,14 @@ describe('If-Match (RFC 9110 §13.1.1): no entity tag is issued, so only * can m
   });
 });
 
+describe('OpenAPI wording', () => {
+  test('a resource is named with its article: "An order", "A user"', async () => {
+    const doc = (await call(api.app, '/openapi.json', { key: null })).text;
+    const descriptions = /"description":"(An? \w+) of \/\w+\."/g;
+    expect([...doc.matchAll(descriptions)].map((m) => m[1]).sort()).toEqual(['A user', 'An item', 'An order']);
+  });
+});
+
 describe('methods', () => {
   test('OPTIONS answers 204 with Allow and changes nothing', async () => {
     const before = api.kafka.publisher.published.length;
