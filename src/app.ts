@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
 import { healthRoutes, type Readiness } from './health/health-routes';
 import { authPlugin } from './http/auth';
+import { answerConnect } from './http/connect-method';
 import { contentNegotiationPlugin } from './http/content-negotiation';
 import { docsPage } from './docs/docs-page';
 import { openApiDocumentRoute, openApiPlugin } from './docs/openapi-plugin';
@@ -12,7 +13,8 @@ import { halPlugin } from './http/hal-plugin';
 import { hostRequiredPlugin } from './http/host-required';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
-import { PROBLEM_MEDIA_TYPE, problemPlugin } from './http/problem-plugin';
+import { PROBLEM_MEDIA_TYPE, problemPlugin, sendProblem } from './http/problem-plugin';
+import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
 import { problem } from './problems/problem-detail';
 import type { ProblemKind } from './problems/problem-types';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
@@ -128,7 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     childLoggerFactory: requestLoggerFactory,
     bodyLimit: deps.bodyLimitBytes,
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionTimeout: limits.idleTimeoutMs,
@@ -144,8 +146,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: (err, socket) => answerClientError(err as NodeJS.ErrnoException, socket, deps.logger),
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
     frameworkErrors: (error, request, reply) => {
-      const body = problem('bad-request', error.message, { instance: request.url.split('?')[0], logref: request.id });
-      (reply as FastifyReply).code(400).type(PROBLEM_MEDIA_TYPE).header('x-request-id', request.id).send(body);
+      const problemError = routerErrorProblem(error, request.url.split('?')[0]);
+      sendProblem(request, (reply as FastifyReply).header('x-request-id', request.id), problemError);
     },
   });
   app.setReplySerializer(replySerializer);
@@ -153,6 +155,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
     answerExpectation(req, res, deps.logger),
+  );
+  app.server.on('connect', (req: IncomingMessage, socket: Duplex) =>
+    answerConnect(req, socket, (path) => app.allowedMethods(path), deps.logger),
   );
   await app.register(requestIdPlugin);
   // Before any route: every route's schema gets the conventions' parts, and is documented.

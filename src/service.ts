@@ -137,7 +137,7 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
   retention.start();
   idempotency.startSweeping();
   return {
-    resources: { registry: k.resourceRegistry, store, idempotency },
+    resources: { registry: k.resourceRegistry, store, idempotency, publicUrl: k.publicUrl },
     routes: [
       {
         collections: ['tasks'],

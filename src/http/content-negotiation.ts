@@ -8,6 +8,8 @@ import { jsonBodyParser } from './json-body';
 export const JSON_BODY_TYPES = ['application/json', HAL_MEDIA_TYPE];
 export const MERGE_PATCH_MEDIA_TYPE = 'application/merge-patch+json';
 const MERGE_PATCH = MERGE_PATCH_MEDIA_TYPE;
+/** RFC 5789 Accept-Patch: what a PATCH body may be, on a 415 to a PATCH and on OPTIONS of a path that takes PATCH. */
+export const ACCEPT_PATCH = [MERGE_PATCH, ...JSON_BODY_TYPES].join(', ');
 /** What a 2xx answer can be: a client accepting either (or a range holding them) gets HAL JSON. */
 const PRODUCED = [HAL_MEDIA_TYPE, 'application/json'];
 
@@ -55,7 +57,7 @@ function hasBody(headers: { 'content-length'?: string; 'transfer-encoding'?: str
 export const contentNegotiationPlugin = fp(
   async (app: FastifyInstance) => {
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'string' }, jsonBodyParser(app));
+    app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'buffer' }, jsonBodyParser(app));
 
     app.addHook('onRequest', (request, _reply, done) => {
       // Bodies are read as sent (RFC 9110 §8.4: 415 for a content coding the server does not take).

@@ -1,3 +1,4 @@
+import { isAscii, isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ProblemError } from '../problems/problem-error';
 
@@ -13,6 +14,13 @@ const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
 
 type Done = (err: Error | null, body?: unknown) => void;
 type JsonParser = (request: FastifyRequest, body: string, done: Done) => void;
+type RawJsonParser = (request: FastifyRequest, body: Buffer, done: Done) => void;
+
+/** A `\uD800`-`\uDFFF` escape: the only way JSON text that is valid UTF-8 can hold a lone surrogate. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+
+/** ES2024's String.prototype.isWellFormed, which Node 20 has; the project's lib is ES2022. */
+const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
 /** Whether `value` has objects or arrays more than `max` levels deep (the top level is level 1). */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
@@ -40,26 +48,70 @@ function declaredCharset(contentType: string | undefined): string | undefined {
   return param?.slice('charset='.length).replace(/^"|"$/g, '');
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * JSON pointer token of a key (RFC 6901), a lone surrogate in it written out as `\uXXXX`: the pointer goes into a
+ * Problem's detail, which must not break a strict parser either.
+ */
+const pointerToken = (key: string): string =>
+  key
+    .replace(/~/g, '~0')
+    .replace(/\//g, '~1')
+    .replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+
+/**
+ * Where `value` holds a string (or key) with a lone surrogate, as a JSON pointer; undefined when it holds none.
+ * Such a string is valid JSON text but no Unicode text: stored, it would make every later answer that holds it
+ * unreadable to strict parsers.
+ */
+export function illFormedStringAt(value: unknown): string | undefined {
+  const stack: { node: unknown; at: string }[] = [{ node: value, at: '' }];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const { node, at } = next;
+    if (typeof node === 'string') {
+      if (!isWellFormed(node)) return at;
+      continue;
+    }
+    if (typeof node !== 'object' || node === null) continue;
+    for (const [key, child] of Object.entries(node)) {
+      const childAt = `${at}/${pointerToken(key)}`;
+      if (!Array.isArray(node) && !isWellFormed(key)) return childAt;
+      stack.push({ node: child, at: childAt });
+    }
+  }
+  return undefined;
+}
+
 /**
  * Fastify's JSON parser (which refuses `__proto__` and `constructor.prototype` keys), plus what it leaves out:
  * an empty body is no body (a DELETE sent with a JSON Content-Type by habit), text in a charset other than UTF-8
- * is 415, and a body nested deeper than MAX_BODY_DEPTH is 400.
+ * is 415, and bytes that are not UTF-8, a lone surrogate escape or a body nested deeper than MAX_BODY_DEPTH are 400.
+ * It reads the bytes: decoded first, bytes that are not UTF-8 would be stored as U+FFFD, garbled without a word.
  */
-export function jsonBodyParser(app: FastifyInstance): JsonParser {
+export function jsonBodyParser(app: FastifyInstance): RawJsonParser {
   const parse = app.getDefaultJsonParser('error', 'error') as JsonParser;
-  return (request, body, done) => {
+  return (request, raw, done) => {
     // RFC 8259 §11: the parameter has no effect on JSON, so a label is refused only where it would: ASCII reads the
     // same in every charset that clients put there, but a body that declares Latin-1 and holds "é" does not.
     const charset = declaredCharset(request.headers['content-type']);
-    if (charset !== undefined && !UTF8_COMPATIBLE.has(charset) && /[\u0080-\uffff]/.test(body)) {
+    if (charset !== undefined && !UTF8_COMPATIBLE.has(charset) && !isAscii(raw)) {
       const detail = `JSON bodies are UTF-8; this one declares charset=${charset} and holds other than ASCII.`;
       return done(new ProblemError('unsupported-media-type', detail));
     }
+    if (!isUtf8(raw)) return done(new ProblemError('malformed-body', 'The body is not valid UTF-8 (RFC 8259 §8.1).'));
+    const body = raw.toString('utf8');
     if (body === '') return done(null, undefined);
     parse(request, body, (err, value) => {
       if (err) return done(refusedKey(body) ?? err);
       if (nestsDeeperThan(value, MAX_BODY_DEPTH)) {
         const detail = `The body nests objects or arrays more than ${MAX_BODY_DEPTH} levels deep.`;
+        return done(new ProblemError('malformed-body', detail));
+      }
+      // Walked only when the text has such an escape: most bodies never pay for it.
+      const illFormed = SURROGATE_ESCAPE.test(body) ? illFormedStringAt(value) : undefined;
+      if (illFormed !== undefined) {
+        const detail = `The string at "${illFormed}" has a lone surrogate escape (\\uD800-\\uDFFF unpaired); it is no text.`;
         return done(new ProblemError('malformed-body', detail));
       }
       done(null, value);

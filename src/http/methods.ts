@@ -1,6 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../problems/problem-error';
+import { ACCEPT_PATCH } from './content-negotiation';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The methods a path takes (with OPTIONS), sorted; undefined when no route has it. */
+    allowedMethods(path: string): string[] | undefined;
+  }
+}
 
 interface PathMethods {
   pattern: RegExp;
@@ -41,6 +49,8 @@ export const methodsPlugin = fp(
       found.add('OPTIONS');
       return [...found].sort();
     }
+    // For the server's CONNECT answer, which Fastify never sees (connect-method.ts).
+    app.decorate('allowedMethods', allowed);
 
     app.setNotFoundHandler(async (request, reply) => {
       const path = request.url.split('?')[0];
@@ -50,7 +60,11 @@ export const methodsPlugin = fp(
         throw new ProblemError('not-found', `No resource at ${path}.`);
       }
       reply.header('allow', allow.join(', '));
-      if (request.method === 'OPTIONS') return reply.code(204).send();
+      if (request.method === 'OPTIONS') {
+        // RFC 5789 §3.1: a resource that takes PATCH says in what.
+        if (allow.includes('PATCH')) reply.header('accept-patch', ACCEPT_PATCH);
+        return reply.code(204).send();
+      }
       throw new ProblemError(
         'method-not-allowed',
         `${request.method} is not supported on ${path}; use one of ${allow.join(', ')}.`,

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { fieldErrors, problem } from '../problems/problem-detail';
 import { problemKindOf, ProblemError } from '../problems/problem-error';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
+import { ACCEPT_PATCH } from './content-negotiation';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 
@@ -63,6 +64,8 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: P
     ...err.options.extensions,
   });
   for (const [name, value] of Object.entries(err.options.headers ?? {})) reply.header(name, value);
+  // RFC 5789 §2.2: a patch document the server does not take is 415, saying what it takes.
+  if (err.status === 415 && request.method === 'PATCH') reply.header('accept-patch', ACCEPT_PATCH);
   return reply.code(err.status).type(PROBLEM_MEDIA_TYPE).send(body);
 }
 

@@ -23,6 +23,7 @@ export const PROBLEM_TYPES = {
   'task-already-finished': { status: 409, title: 'Task already finished' },
   'task-not-finished': { status: 409, title: 'Task not finished' },
   'idempotency-key-in-flight': { status: 409, title: 'A request with this Idempotency-Key is in progress' },
+  'precondition-failed': { status: 412, title: 'Precondition failed' },
   'payload-too-large': { status: 413, title: 'Payload too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'expectation-failed': { status: 417, title: 'Expectation failed' },

@@ -4,9 +4,10 @@ import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody 
 import { halResource, link, type HalResource } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import { mergePatch } from '../http/merge-patch';
+import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { pageLinks, type PageQuery } from '../http/paging';
-import { type ProblemDetail } from '../problems/problem-detail';
+import { problem, type ProblemDetail } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import { applySelection } from '../http/selection';
 import { requireObjectBody } from '../problems/validation';
@@ -125,7 +126,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     const planned: Planned[] = [];
     const failures: ProblemDetail[] = [];
     bulkElements(request.body, decl.name).forEach((element, index) => {
-      const outcome = planUpdate(element, index);
+      const outcome = planUpdate(element, index, ownBases(request, deps.publicUrl));
       if ('failure' in outcome) failures.push(outcome.failure);
       else planned.push(outcome);
     });
@@ -150,9 +151,9 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     return body;
   }
 
-  const selfPattern = new RegExp(`^(?:https?://[^/]+)?/${decl.collection}/(${ID_PATTERN.slice(1, -1)})$`);
+  const selfPattern = new RegExp(`^/${decl.collection}/(${ID_PATTERN.slice(1, -1)})$`);
 
-  function planUpdate(element: unknown, index: number): Planned | { failure: ProblemDetail } {
+  function planUpdate(element: unknown, index: number, bases: string[]): Planned | { failure: ProblemDetail } {
     const fail = (status: 400 | 404, detail: string, errors?: ProblemDetail[]) => ({
       failure: elementProblem(decl.collection, index, status, detail, errors),
     });
@@ -161,7 +162,14 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     }
     const { _links: links, ...patch } = element as Record<string, unknown>;
     const href = (links as { self?: { href?: unknown } } | undefined)?.self?.href;
-    const m = typeof href === 'string' ? selfPattern.exec(href) : null;
+    const own = typeof href === 'string' ? ownPath(href, bases) : undefined;
+    if (typeof href === 'string' && own === undefined) {
+      const detail = `/_links/self/href names a resource of another service; use ${path}/<id> or an absolute URL of ours`;
+      return fail(400, `Element ${index} names a resource that is not this service's.`, [
+        problem('invalid-field', detail, { instance: '/_links/self/href' }),
+      ]);
+    }
+    const m = own === undefined ? null : selfPattern.exec(own);
     if (!m) return fail(400, `Element ${index} needs _links.self.href naming one of ${path}.`);
     const existing = store.get(decl.collection, m[1]);
     if (!existing) return fail(404, `Element ${index} names ${href}, which does not exist.`);

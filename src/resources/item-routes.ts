@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
+import { evaluateIfMatch } from '../http/if-match';
 import { mergePatch } from '../http/merge-patch';
 import { ProblemError } from '../problems/problem-error';
 import { requireObjectBody } from '../problems/validation';
@@ -27,6 +28,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   // The body's schema is the resource's own: after the 404, Fastify's verdict is the answer, then the relations.
   app.put<IdParams>(path, { schema: schemas.replace, ...REPORTS_BODY_ERRORS }, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
+    evaluateIfMatch(request);
     const errors = bodyErrors(request);
     const prepared =
       errors.length > 0
@@ -46,6 +48,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   // What a merge patch may hold is judged on the merged result, which the handler validates (and explains).
   app.patch<IdParams>(path, { schema: schemas.patch, ...REPORTS_BODY_ERRORS }, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
+    evaluateIfMatch(request);
     const patch = requireObjectBody(request.body);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
     if (!prepared.ok)
@@ -61,6 +64,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
 
   app.delete<IdParams>(path, { schema: schemas.remove }, async (request, reply) => {
     const existing = findOr404(store, resource, request.params.id);
+    evaluateIfMatch(request);
     await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }], {
       trace: request.trace,
     });

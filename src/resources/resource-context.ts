@@ -9,6 +9,8 @@ export interface ResourceRouteDeps {
   store: ResourceStore;
   /** Idempotency-Key state; without it the header is ignored */
   idempotency?: IdempotencyKeys;
+  /** PUBLIC_URL (else the api's address): an absolute href on it names one of ours, as one on the request's origin */
+  publicUrl?: () => string;
 }
 
 const idPattern = new RegExp(ID_PATTERN);

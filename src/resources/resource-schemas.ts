@@ -21,6 +21,10 @@ import type { ResourceRegistry } from './resource-registry';
  * documented as soon as it is declared.
  */
 
+/** "An order", "An item", "A user": by the sound a name starts with, as its spelling tells for most English nouns. */
+const withArticle = (name: string) =>
+  `${/^([aeio]|u(?![bcdfghjklmnpqrstvwxyz][aeiouy]))/i.test(name) ? 'An' : 'A'} ${name}`;
+
 const pascal = (name: string) =>
   name
     .split(/[^A-Za-z0-9]+/)
@@ -46,7 +50,7 @@ export function representationSchema(decl: ResourceDeclaration, registry: Resour
   const timestamp = { type: 'string', format: 'date-time' };
   return halSchema({
     $id: representationSchemaId(decl),
-    description: `A ${decl.name} of /${decl.collection}.`,
+    description: `${withArticle(decl.name)} of /${decl.collection}.`,
     properties: { id: { type: 'string' }, ...decl.properties, createdAt: timestamp, updatedAt: timestamp },
     links,
     embedded,
@@ -186,7 +190,7 @@ export function resourceRouteSchemas(decl: ResourceDeclaration) {
     },
     get: {
       tags,
-      summary: `A ${decl.name}`,
+      summary: withArticle(decl.name),
       operationId: `get${id}`,
       params,
       response: { 200: halResponse(`The ${decl.name}`, ref(id)), 404: notFound },

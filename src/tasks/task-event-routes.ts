@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { tenantOf } from '../http/auth';
 import { acceptedRanges } from '../http/content-negotiation';
@@ -10,7 +10,13 @@ import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import type { PartitionReader } from '../kafka/types';
 import type { Logger } from '../logger';
-import { COORDINATE_PATTERN, parseCoordinate, readTaskEventPage, TaskEventStream } from './task-event-stream';
+import {
+  COORDINATE_PATTERN,
+  EVENT_STREAM_HEAD,
+  parseCoordinate,
+  readTaskEventPage,
+  TaskEventStream,
+} from './task-event-stream';
 import { TASK_ID_PARAMS, taskEventPageSchema, taskNotFound } from './task-schemas';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
 import type { TaskStore } from './task-store';
@@ -65,9 +71,24 @@ function eventsRouteSchema(): Schema {
 
 type EventsRequest = { Params: { taskId: string }; Querystring: { after?: string; limit: number } };
 
-/** SSE when the client asks for it by name; HAL JSON otherwise (the default), and for HEAD, which never streams. */
+/** SSE when the client asks for it by name; HAL JSON otherwise (the default). */
 function wantsEventStream(request: FastifyRequest): boolean {
-  return request.method === 'GET' && acceptedRanges(request.headers.accept ?? '').includes(EVENT_STREAM_MEDIA_TYPE);
+  return acceptedRanges(request.headers.accept ?? '').includes(EVENT_STREAM_MEDIA_TYPE);
+}
+
+/**
+ * HEAD of the stream: GET's status and head, never a stream. GET answers 204 when a task that had ended has no event
+ * after the cursor, which one event's page tells. The head goes out raw: Fastify would add `Content-Length: 0`, which
+ * RFC 9110 §8.6 forbids where GET's body would not be empty.
+ */
+async function eventStreamHead(deps: TaskEventRouteDeps, reply: FastifyReply, task: TaskSnapshot, from: bigint) {
+  if (isFinal(task.status) && (await readTaskEventPage(deps, task, from, 1)).events.length === 0) {
+    return reply.code(204).send();
+  }
+  reply.hijack();
+  reply.raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...EVENT_STREAM_HEAD });
+  reply.raw.end();
+  return reply;
 }
 
 /**
@@ -151,6 +172,7 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
       // One URL, two representations: a cache must key on Accept.
       reply.header('vary', 'Accept');
       if (wantsEventStream(request)) {
+        if (request.method === 'HEAD') return eventStreamHead(deps, reply, task, from);
         // The stream writes its own head: the headers the conventions set (X-Request-Id, traceparent) go with it.
         const stream = new TaskEventStream(deps, task, reply.raw, reply.getHeaders() as OutgoingHttpHeaders);
         const opened = await stream.open(from, isFinal(task.status));

@@ -97,6 +97,14 @@ export async function readTaskEventPage(
   return { events, more: events.length >= limit && !last?.final };
 }
 
+/** The stream's own headers; a HEAD asking for the stream gets them too. */
+export const EVENT_STREAM_HEAD: OutgoingHttpHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+  connection: 'keep-alive',
+};
+
 export interface EventStreamDeps extends EventReadDeps {
   /** a comment line goes out at least this often */
   heartbeatMs: number;
@@ -187,13 +195,7 @@ export class TaskEventStream {
         () => this.end(),
       );
     }
-    this.res.writeHead(200, {
-      ...this.headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      connection: 'keep-alive',
-    });
+    this.res.writeHead(200, { ...this.headers, ...EVENT_STREAM_HEAD });
     if (this.res.destroyed) this.end();
     // Tells a proxy the stream is alive, and EventSource clients to retry after a second.
     this.res.write(`retry: 1000\n: events of task ${this.task.taskId}\n\n`);

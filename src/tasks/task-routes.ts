@@ -134,6 +134,10 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     // Typed from its schema; read only once the schema found no errors.
     const body = request.body as TaskSubmission;
     if (errors.length === 0) errors.push(...registry.inputErrors(body.type, body.input));
+    // A continuous subscription with nowhere to call back would be accepted and never heard of again.
+    if (errors.length === 0 && body.mode === 'continuous' && body.callbackUrl === undefined) {
+      errors.push(problem('invalid-field', '/mode continuous needs a callbackUrl', { instance: '/mode' }));
+    }
     if (errors.length > 0)
       throw new ProblemError('validation-failed', 'The task submission is invalid; see errors.', { errors });
     const tenant = tenantOf(request);

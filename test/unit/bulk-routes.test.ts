@@ -111,6 +111,36 @@ describe('bulk update (PATCH /orders)', () => {
     expect((await call(api.app, a._links.self.href)).body.status).toBe('open');
   });
 
+  test('an href on another host is an invalid field of its element, and nothing changes; one on ours is served', async () => {
+    const [a, b] = await created(60, 61);
+    const before = transactions();
+    const foreign = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: {
+        order: [
+          { _links: a._links, status: 'packed' },
+          { _links: { self: { href: `http://evil.example${b._links.self.href}` } }, status: 'stolen' },
+        ],
+      },
+    });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.type).toBe(problemType('bulk-failed'));
+    expect(foreign.body.errors).toEqual([expect.objectContaining({ instance: '/orders/1', status: 400 })]);
+    expect(foreign.body.errors[0].errors[0]).toMatchObject({
+      type: problemType('invalid-field'),
+      instance: '/_links/self/href',
+    });
+    expect(transactions()).toBe(before);
+    expect((await call(api.app, b._links.self.href)).body.status).toBe('open');
+    // inject's requests come to http://localhost:80: an absolute href on that origin is this service's.
+    const own = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: { order: [{ _links: { self: { href: `http://localhost${b._links.self.href}` } }, status: 'packed' }] },
+    });
+    expect(own.status).toBe(200);
+    expect((await call(api.app, b._links.self.href)).body.status).toBe('packed');
+  });
+
   test('an element without _links.self.href fails: the body must carry the URLs', async () => {
     const res = await call(api.app, '/orders', { method: 'PATCH', body: { order: [{ status: 'shipped' }, 'text'] } });
     expect(res.status).toBe(400);

@@ -131,6 +131,47 @@ describe('bodies', () => {
     expect(utf8.body.status).toBe('café');
   });
 
+  test('bytes that are not UTF-8 are a 400 malformed-body, not stored as U+FFFD', async () => {
+    const before = api.resources.list('users').length;
+    const bad = Buffer.concat([Buffer.from('{"name":"bad'), Buffer.from([0xff, 0xfe]), Buffer.from('utf"}')]);
+    const res = await api.app.inject({
+      method: 'POST',
+      url: '/users',
+      headers: { ...bearer(), 'content-type': 'application/json' },
+      payload: bad,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().type).toBe(problemType('malformed-body'));
+    expect(res.json().detail).toMatch(/UTF-8/);
+    expect(api.resources.list('users').length).toBe(before);
+    const ok = await call(api.app, '/users', {
+      raw: '{"name":"Zoë ✓ 😀"}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.body.name).toBe('Zoë ✓ 😀');
+  });
+
+  test('a lone surrogate escape is a 400 malformed-body naming where; a paired one is text', async () => {
+    for (const [raw, at] of [
+      ['{"name":"lone\\ud800x"}', '/name'],
+      ['{"name":"tail\\uDC00"}', '/name'],
+      ['{"name":"x","tags":["ok","\\udfff"]}', '/tags/1'],
+      ['{"name":"x","\\ud83d":1}', '/\\ud83d'],
+    ]) {
+      const res = await call(api.app, '/users', { raw, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('malformed-body'));
+      expect(res.body.detail).toContain(`"${at}"`);
+    }
+    const pair = await call(api.app, '/users', {
+      raw: '{"name":"pair\\ud83d\\ude00"}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(pair.status).toBe(201);
+    expect(pair.body.name).toBe('pair😀');
+  });
+
   test('a compressed body is 415, not malformed JSON; identity is a body as sent', async () => {
     const gz = await api.app.inject({
       method: 'POST',
@@ -146,6 +187,28 @@ describe('bodies', () => {
     expect(gz.json().type).toBe(problemType('unsupported-media-type'));
     const identity = await call(api.app, '/orders', { body: order, headers: { 'content-encoding': 'identity' } });
     expect(identity.status).toBe(201);
+  });
+});
+
+describe('path segments', () => {
+  test('a segment longer than any id is a 404 like a short unknown id, its detail short', async () => {
+    const short = await call(api.app, '/users/nobody');
+    const long = await call(api.app, `/users/${'a'.repeat(300)}`);
+    for (const res of [short, long]) {
+      expect(res.status).toBe(404);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body.type).toBe(problemType('not-found'));
+      expect(res.body.logref).toBe(res.headers['x-request-id']);
+    }
+    expect(long.body.detail.length).toBeLessThan(200);
+    expect((await call(api.app, `/tasks/${'t'.repeat(5000)}/events`)).body.detail.length).toBeLessThan(200);
+  });
+
+  test('a malformed %-escape is a 400 bad-request whose detail does not echo a long URL', async () => {
+    const res = await call(api.app, `/users/%zz${'b'.repeat(150)}`);
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(problemType('bad-request'));
+    expect(res.body.detail).not.toContain('b'.repeat(100));
   });
 });
 
@@ -224,6 +287,21 @@ describe('raw HTTP the framework would answer with an empty body', () => {
       expect(id).toBeDefined();
       expect(answer).toContain(`"logref":"${id}"`);
     }
+  });
+
+  test('CONNECT is answered like any unsupported method: a 405 Problem with Allow, then the connection closes', async () => {
+    const tunnel = await raw('CONNECT localhost:80 HTTP/1.1\r\nHost: localhost:80\r\n\r\n');
+    expect(tunnel).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    expect(tunnel).toMatch(/\r\nallow: \r\n/i);
+    expect(tunnel).toMatch(/content-type: application\/problem\+json/i);
+    const id = /x-request-id: (\S+)/i.exec(tunnel)?.[1];
+    const body = JSON.parse(tunnel.split('\r\n\r\n')[1]);
+    expect(body).toMatchObject({ type: problemType('method-not-allowed'), status: 405, logref: id });
+    const onPath = await raw('CONNECT /orders HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(onPath).toMatch(/^HTTP\/1\.1 405 /);
+    expect(onPath).toMatch(/\r\nallow: GET, HEAD, OPTIONS, PATCH, POST\r\n/i);
+    expect(onPath).toContain('"instance":"/orders"');
+    expect(await raw('CONNECT /nowhere HTTP/1.1\r\nHost: x\r\n\r\n')).toMatch(/^HTTP\/1\.1 404 /);
   });
 
   test('an Expect other than 100-continue is a 417 Problem naming the path', async () => {

@@ -287,10 +287,74 @@ describe('Problem Details', () => {
     expect(mergeOnPatch.status).toBe(200);
   });
 
+  test('415 to a PATCH says in Accept-Patch what a patch may be (RFC 5789 §2.2); OPTIONS of a PATCH path too', async () => {
+    const id = await createOrder();
+    for (const url of [`/orders/${id}`, '/orders']) {
+      const jsonPatch = await call(api.app, url, {
+        method: 'PATCH',
+        raw: '[{"op":"replace","path":"/status","value":"packed"}]',
+        headers: { 'content-type': 'application/json-patch+json' },
+      });
+      isProblem(jsonPatch, 415);
+      expect(jsonPatch.headers['accept-patch']).toBe(
+        'application/merge-patch+json, application/json, application/hal+json',
+      );
+      const options = await call(api.app, url, { method: 'OPTIONS' });
+      expect(options.headers['accept-patch']).toBe(jsonPatch.headers['accept-patch']);
+    }
+    // Not on what takes no PATCH.
+    const xml = await call(api.app, '/orders', { raw: '<order/>', headers: { 'content-type': 'application/xml' } });
+    expect(xml.headers['accept-patch']).toBeUndefined();
+    expect((await call(api.app, '/task-types', { method: 'OPTIONS' })).headers['accept-patch']).toBeUndefined();
+  });
+
   test('413: a body over the limit', async () => {
     const res = await call(api.app, '/orders', { body: { ...newOrder, status: 'x'.repeat(70 * 1024) } });
     expect(res.status).toBe(413);
     isProblem(res, 413);
+  });
+});
+
+describe('If-Match (RFC 9110 §13.1.1): no entity tag is issued, so only * can match', () => {
+  test('any other If-Match on PUT, PATCH or DELETE is a 412 Problem and changes nothing', async () => {
+    const id = await createOrder();
+    const before = api.kafka.publisher.published.length;
+    const changes = [
+      { method: 'PUT' as const, body: { ...newOrder, status: 'packed' } },
+      { method: 'PATCH' as const, body: { status: 'packed' } },
+      { method: 'DELETE' as const },
+    ];
+    for (const ifMatch of ['"v1"', 'W/"v1"', '"a", "b"']) {
+      for (const change of changes) {
+        const res = await call(api.app, `/orders/${id}`, { ...change, headers: { 'if-match': ifMatch } });
+        expect(res.status).toBe(412);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.body).toMatchObject({ type: problemType('precondition-failed'), status: 412 });
+      }
+    }
+    expect(api.kafka.publisher.published.length).toBe(before);
+    expect((await call(api.app, `/orders/${id}`)).body.status).not.toBe('packed');
+  });
+
+  test('If-Match: * matches a resource that exists; a missing one is still 404', async () => {
+    const id = await createOrder();
+    const star = { 'if-match': '*' };
+    expect(
+      (await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { status: 'packed' }, headers: star })).status,
+    ).toBe(200);
+    expect((await call(api.app, `/orders/${id}`, { method: 'DELETE', headers: star })).status).toBe(204);
+    for (const ifMatch of ['*', '"v1"']) {
+      const gone = await call(api.app, `/orders/${id}`, { method: 'DELETE', headers: { 'if-match': ifMatch } });
+      expect(gone.status).toBe(404);
+    }
+  });
+});
+
+describe('OpenAPI wording', () => {
+  test('a resource is named with its article: "An order", "A user"', async () => {
+    const doc = (await call(api.app, '/openapi.json', { key: null })).text;
+    const descriptions = /"description":"(An? \w+) of \/\w+\."/g;
+    expect([...doc.matchAll(descriptions)].map((m) => m[1]).sort()).toEqual(['A user', 'An item', 'An order']);
   });
 });
 

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { acceptedRanges } from '../../src/http/content-negotiation';
 import { link } from '../../src/http/hal';
+import { ownPath } from '../../src/http/own-href';
 import { pageLinks } from '../../src/http/paging';
 import { MAX_WAIT_SECONDS, preferredWait } from '../../src/http/prefer';
 import { headerValues } from '../../src/http/raw-headers';
@@ -76,5 +77,30 @@ describe('links', () => {
     expect(pageLinks('/tasks', 5, 10, 8, 'status=running&').prev).toEqual({
       href: '/tasks?status=running&offset=0&limit=10',
     });
+  });
+});
+
+describe("an href of this service's", () => {
+  const bases = ['http://localhost:3000', 'https://api.example.com/hookstream/'];
+  test('relative, or absolute on one of the bases (origin compared as a URL), is its path under the API root', () => {
+    expect(ownPath('/orders/1', bases)).toBe('/orders/1');
+    expect(ownPath('http://LOCALHOST:3000/orders/1', bases)).toBe('/orders/1');
+    expect(ownPath('https://api.example.com:443/hookstream/orders/1', bases)).toBe('/orders/1');
+  });
+
+  test('another host, scheme, port or path prefix, a protocol-relative href or credentials are not ours', () => {
+    for (const href of [
+      'http://evil.example/orders/1',
+      '//evil.example/orders/1',
+      'https://localhost:3000/orders/1',
+      'http://localhost:3001/orders/1',
+      'https://api.example.com/orders/1',
+      'https://api.example.com/hookstreamx/orders/1',
+      'http://user:pw@localhost:3000/orders/1',
+      'http://localhost:3000/orders/1?x=1',
+      'orders/1',
+    ]) {
+      expect(ownPath(href, bases)).toBeUndefined();
+    }
   });
 });

@@ -159,6 +159,28 @@ describe('Server-Sent Events', () => {
     expect(sse.headers['content-type']).toMatch(/^text\/event-stream/);
   });
 
+  test('HEAD asking for the stream gets the head GET would send, without a body or a Content-Length', async () => {
+    const task = await submit();
+    const url = `/tasks/${task.taskId}/events`;
+    const live = await call(api.app, url, { method: 'HEAD', headers: SSE });
+    expect(live.status).toBe(200);
+    expect(live.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(live.headers['cache-control']).toBe('no-cache');
+    expect(live.headers.vary).toBe('Accept');
+    expect(live.headers['content-length']).toBeUndefined();
+    expect(live.text).toBe('');
+    await runToEnd(task.taskId);
+    const get = await call(api.app, url, { headers: SSE });
+    const head = await call(api.app, url, { method: 'HEAD', headers: SSE });
+    expect(head.status).toBe(get.status);
+    expect(head.headers['content-type']).toBe(get.headers['content-type']);
+    const last = parseSse(get.text).events.at(-1)?.id;
+    const done = { ...SSE, 'last-event-id': String(last) };
+    expect((await call(api.app, url, { method: 'HEAD', headers: done })).status).toBe(204);
+    expect((await call(api.app, url, { headers: done })).status).toBe(204);
+    expect(api.reader.openReadings).toBe(0);
+  });
+
   test('a cursor of another partition, or not a coordinate, is a 400 naming where it was', async () => {
     const task = await submit();
     const header = await call(api.app, `/tasks/${task.taskId}/events`, { headers: { ...SSE, 'last-event-id': '7:1' } });

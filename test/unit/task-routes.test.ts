@@ -92,6 +92,15 @@ describe('POST /tasks', () => {
     expect(api.kafka.publisher.published.length).toBe(before);
   });
 
+  test('mode continuous without a callbackUrl is a 400 at /mode, and nothing is submitted', async () => {
+    const before = api.kafka.publisher.published.length;
+    const res = await call(api.app, '/tasks', { body: { ...countdown, mode: 'continuous' } });
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(problemType('validation-failed'));
+    expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/mode' })]);
+    expect(api.kafka.publisher.published.length).toBe(before);
+  });
+
   test('a callbackUrl creates the subscription in the same transaction, its secret shown once in the 202', async () => {
     const tolerant = await inMemoryApi({ allowPrivate: true });
     try {
