@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody } from '../http/bulk';
 import { halResource, link, type HalResource } from '../http/hal';
 import { idempotently } from '../http/idempotency';
+import { evaluateIfMatch } from '../http/if-match';
 import { mergePatch } from '../http/merge-patch';
 import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
@@ -122,6 +123,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
   });
 
   app.patch(path, bodyRoute(schemas.updateMany), async (request) => {
+    evaluateIfMatch(request);
     const atomic = atomicRequested(request);
     const planned: Planned[] = [];
     const failures: ProblemDetail[] = [];

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { tenantOf } from '../http/auth';
+import { evaluateIfMatch } from '../http/if-match';
 import { halResource, link } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
@@ -158,6 +159,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
   const cancelOptions = { schema: schemas.cancel, ...REPORTS_BODY_ERRORS };
   app.put<IdParams>('/subscriptions/:id', cancelOptions, async (request, reply) => {
     const s = own(tenantOf(request), request.params.id);
+    evaluateIfMatch(request);
     // The schema allows any object (or none), so what it finds is a body that is no JSON object: the usual 400.
     bodyErrors(request);
     if (request.body !== undefined && request.body !== null) {

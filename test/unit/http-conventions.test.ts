@@ -350,6 +350,41 @@ describe('If-Match (RFC 9110 §13.1.1): no entity tag is issued, so only * can m
   });
 });
 
+describe('If-Match on tasks, subscriptions and a bulk PATCH', () => {
+  test('any value but * is 412 there too, and nothing is written; * matches', async () => {
+    const task = await call(api.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
+    expect(task.status).toBe(202);
+    const id = await createOrder();
+    const before = api.kafka.publisher.published.length;
+    const v1 = { 'if-match': '"v1"' };
+    const cancel = { method: 'PATCH' as const, body: { status: 'cancelled' }, headers: v1 };
+    expect((await call(api.app, `/tasks/${task.body.taskId}`, cancel)).status).toBe(412);
+    expect((await call(api.app, `/tasks/${task.body.taskId}`, { method: 'DELETE', headers: v1 })).status).toBe(412);
+    const bulk = { order: [{ _links: { self: { href: `/orders/${id}` } }, status: 'packed' }] };
+    expect((await call(api.app, '/orders', { method: 'PATCH', body: bulk, headers: v1 })).status).toBe(412);
+    expect(api.kafka.publisher.published.length).toBe(before);
+    const star = { 'if-match': '*' };
+    expect((await call(api.app, '/orders', { method: 'PATCH', body: bulk, headers: star })).status).toBe(200);
+    const cancelled = await call(api.app, `/tasks/${task.body.taskId}`, { ...cancel, headers: star });
+    expect(cancelled.status).toBe(202);
+  });
+
+  test('a subscription cancelled with an If-Match other than * is not cancelled', async () => {
+    const tolerant = await inMemoryApi({ allowPrivate: true });
+    try {
+      const body = { callbackUrl: 'http://127.0.0.1:9/hook', mode: 'continuous', events: ['task.succeeded'] };
+      const created = await call(tolerant.app, '/subscriptions', { body });
+      expect(created.status).toBe(201);
+      const path = `/subscriptions/${created.body.UUID}`;
+      expect((await call(tolerant.app, path, { method: 'PUT', headers: { 'if-match': '"v1"' } })).status).toBe(412);
+      expect((await call(tolerant.app, path)).body.status).not.toBe('cancelled');
+      expect((await call(tolerant.app, path, { method: 'PUT', headers: { 'if-match': '*' } })).status).toBe(202);
+    } finally {
+      await tolerant.app.close();
+    }
+  });
+});
+
 describe('OpenAPI wording', () => {
   test('a resource is named with its article: "An order", "A user"', async () => {
     const doc = (await call(api.app, '/openapi.json', { key: null })).text;
