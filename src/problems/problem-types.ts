@@ -32,6 +32,7 @@ export const PROBLEM_TYPES = {
   'internal-error': { status: 500, title: 'Internal server error' },
   'kafka-unavailable': { status: 503, title: 'Kafka unavailable' },
   'not-ready': { status: 503, title: 'Not ready' },
+  'callback-url-unverified': { status: 503, title: 'Callback URL could not be checked' },
   'task-failed': { status: 500, title: 'Task failed' },
   'task-timed-out': { status: 504, title: 'Task timed out' },
   'task-request-invalid': { status: 400, title: 'Invalid task request' },

@@ -62,7 +62,14 @@ export const systemLookup: Lookup = async (host) =>
 
 const LOOKUP_TIMEOUT_MS = 3000;
 
-export type UrlVerdict = { ok: true; url: URL } | { ok: false; reason: string };
+/**
+ * Lookup failures that say nothing about the name, only about the resolver at this moment: asking again later may
+ * answer. A name that does not exist (ENOTFOUND, ENODATA) is an answer, and refused.
+ */
+const TRANSIENT_LOOKUP_ERRORS = new Set(['EAI_AGAIN', 'ETIMEOUT', 'ESERVFAIL', 'ECONNREFUSED', 'ETIMEDOUT']);
+
+/** `transient`: the URL could not be checked now (a resolver that failed or stalled); it is not judged. */
+export type UrlVerdict = { ok: true; url: URL } | { ok: false; reason: string; transient?: boolean };
 
 /** Checks a callback URL as given; the WHATWG parser normalizes decimal, octal and hex IPv4 forms first. */
 export async function checkCallbackUrl(
@@ -83,14 +90,17 @@ export async function checkCallbackUrl(
   let addresses: string[];
   if (isIP(host)) addresses = [host];
   else {
-    // A resolver that stalls must not hold the request: a name that does not resolve in time is refused.
+    // A resolver that stalls must not hold the request: after LOOKUP_TIMEOUT_MS the URL is not judged, only unchecked.
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), LOOKUP_TIMEOUT_MS);
+      timer = setTimeout(() => reject(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' })), LOOKUP_TIMEOUT_MS);
     });
     try {
       addresses = await Promise.race([(options.lookup ?? systemLookup)(host), stalled]);
-    } catch {
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (TRANSIENT_LOOKUP_ERRORS.has(code))
+        return { ok: false, reason: `host ${host} could not be resolved for now (${code})`, transient: true };
       return { ok: false, reason: `host ${host} does not resolve` };
     } finally {
       clearTimeout(timer);

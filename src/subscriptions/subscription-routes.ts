@@ -11,7 +11,7 @@ import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import type { TaskSubscriber } from '../tasks/task-routes';
 import type { TaskStore } from '../tasks/task-store';
-import { checkCallbackUrl } from './callback-url-policy';
+import { checkCallbackUrl, type Lookup } from './callback-url-policy';
 import type { DeliveryHistory } from './delivery-attempt';
 import type { Subscription } from './subscription';
 import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscription-representation';
@@ -26,15 +26,25 @@ export interface SubscriptionRouteDeps {
   /** every event kind the API publishes, the ones `events` may name */
   eventKinds: string[];
   allowPrivate: boolean;
+  /** how callback host names are resolved; the system's resolver unless a test gives one */
+  lookup?: Lookup;
   /** Idempotency-Key state; without it the header is ignored */
   idempotency?: IdempotencyKeys;
 }
 
 type IdParams = { Params: { id: string } };
 
-/** Spec: a rejected subscription is 403 with a Problem; here one errors[] entry names /callbackUrl. */
-async function assertCallbackAllowed(callbackUrl: string, allowPrivate: boolean): Promise<void> {
-  const verdict = await checkCallbackUrl(callbackUrl, { allowPrivate });
+/**
+ * Spec: a rejected subscription is 403 with a Problem; here one errors[] entry names /callbackUrl. A URL whose host
+ * could not be resolved for now is not rejected but unchecked: 503, to be sent again.
+ */
+async function assertCallbackAllowed(callbackUrl: string, allowPrivate: boolean, lookup?: Lookup): Promise<void> {
+  const verdict = await checkCallbackUrl(callbackUrl, { allowPrivate, lookup });
+  if (!verdict.ok && verdict.transient) {
+    throw new ProblemError('callback-url-unverified', `The callbackUrl's ${verdict.reason}; try again.`, {
+      headers: { 'retry-after': '5' },
+    });
+  }
   if (!verdict.ok) {
     throw new ProblemError('subscription-rejected', `The callbackUrl ${verdict.reason}.`, {
       errors: [problem('invalid-field', `/callbackUrl ${verdict.reason}`, { instance: '/callbackUrl', status: 403 })],
@@ -46,7 +56,7 @@ async function assertCallbackAllowed(callbackUrl: string, allowPrivate: boolean)
 export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
   return {
     async prepare(tenant, callbackUrl, mode) {
-      await assertCallbackAllowed(callbackUrl, deps.allowPrivate);
+      await assertCallbackAllowed(callbackUrl, deps.allowPrivate, deps.lookup);
       const id = randomUUID();
       // One draft per task, so the secret the 202 shows is the one written with the task.
       let drafted: ReturnType<SubscriptionStore['draft']> | undefined;
@@ -99,7 +109,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         errors: [problem('invalid-field', `/taskId names no task of yours`, { instance: '/taskId' })],
       });
     }
-    await assertCallbackAllowed(body.callbackUrl, deps.allowPrivate);
+    await assertCallbackAllowed(body.callbackUrl, deps.allowPrivate, deps.lookup);
     const created = await idempotently<Subscription>(request, reply, deps.idempotency, {
       // The store chooses the id; its write is the subscription's one record, keyed by it.
       describe: (records) => ({ status: 201, ids: records.slice(0, 1).map((r) => r.key) }),

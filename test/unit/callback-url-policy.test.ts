@@ -78,11 +78,23 @@ describe('callback URL policy', () => {
     });
   });
 
-  test('a name whose lookup never answers is refused instead of holding the request', async () => {
+  test('a name whose lookup never answers is not held on to: after 3 s it is unchecked (transient), not judged', async () => {
     const never = () => new Promise<string[]>(() => undefined);
     expect(
       await checkCallbackUrl('https://stalls.example.com/x', { allowPrivate: false, lookup: never }),
-    ).toMatchObject({ ok: false, reason: expect.stringMatching(/does not resolve/) });
+    ).toMatchObject({ ok: false, transient: true, reason: expect.stringMatching(/could not be resolved for now/) });
+  });
+
+  test('a resolver failing for a moment (EAI_AGAIN) leaves the URL unchecked; a name that does not exist is refused', async () => {
+    const failing = (code: string) => () => Promise.reject(Object.assign(new Error(code), { code }));
+    const url = 'https://flaky.example.com/x';
+    expect(await checkCallbackUrl(url, { allowPrivate: false, lookup: failing('EAI_AGAIN') })).toMatchObject({
+      ok: false,
+      transient: true,
+    });
+    const missing = await checkCallbackUrl(url, { allowPrivate: false, lookup: failing('ENOTFOUND') });
+    expect(missing).toMatchObject({ ok: false, reason: expect.stringMatching(/does not resolve/) });
+    expect(missing).not.toHaveProperty('transient');
   });
 
   test('CALLBACK_ALLOW_PRIVATE lets loopback and private targets through', async () => {

@@ -12,6 +12,7 @@ import {
   newSubscriptionRepresentation,
   subscriptionRepresentation,
 } from '../../src/subscriptions/subscription-representation';
+import type { Lookup } from '../../src/subscriptions/callback-url-policy';
 import { subscriptionRoutes, taskSubscriber } from '../../src/subscriptions/subscription-routes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { TASK_EVENT_KINDS } from '../../src/tasks/task-events';
@@ -35,6 +36,8 @@ export interface InMemoryApi {
 export interface InMemoryApiOptions {
   /** CALLBACK_ALLOW_PRIVATE; false by default, as in production */
   allowPrivate?: boolean;
+  /** how callback host names resolve; the system's resolver by default */
+  lookup?: Lookup;
 }
 
 /**
@@ -79,6 +82,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
     tasks,
     eventKinds: [...TASK_EVENT_KINDS, ...resourceRegistry.eventKinds()],
     allowPrivate: options.allowPrivate ?? false,
+    lookup: options.lookup,
     idempotency,
   };
   const app = await buildApp({

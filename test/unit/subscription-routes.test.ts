@@ -65,6 +65,31 @@ describe('POST /subscriptions', () => {
     },
   );
 
+  test('a host the resolver cannot answer for now is 503 with Retry-After (and POST /tasks too); one that does not exist is 403', async () => {
+    const resolver = async (host: string) => {
+      const code = host.startsWith('flaky.') ? 'EAI_AGAIN' : 'ENOTFOUND';
+      throw Object.assign(new Error(code), { code });
+    };
+    const api = await inMemoryApi({ lookup: resolver });
+    try {
+      const before = api.kafka.publisher.published.length;
+      const flaky = { ...subscription, callbackUrl: 'https://flaky.example.com/hook' };
+      const res = await call(api.app, '/subscriptions', { body: flaky });
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('5');
+      expect(res.body).toMatchObject({ type: problemType('callback-url-unverified'), status: 503 });
+      const task = { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: flaky.callbackUrl };
+      expect((await call(api.app, '/tasks', { body: task })).status).toBe(503);
+      expect(api.kafka.publisher.published.length).toBe(before);
+      const missing = { ...subscription, callbackUrl: 'https://missing.example.com/hook' };
+      const refused = await call(api.app, '/subscriptions', { body: missing });
+      expect(refused.status).toBe(403);
+      expect(refused.body.errors[0].detail).toMatch(/does not resolve/);
+    } finally {
+      await api.app.close();
+    }
+  });
+
   test('a public literal address is accepted by the strict policy', async () => {
     const res = await call(strict.app, '/subscriptions', {
       body: { ...subscription, callbackUrl: 'https://93.184.215.14/hook' },
