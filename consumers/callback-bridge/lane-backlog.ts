@@ -76,6 +76,8 @@ export class LaneBacklog {
   private openFailures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private ended = false;
+  /** removed when it ends: the signal lives as long as the partition is this process's, backlogs come and go */
+  private readonly onHandBack = () => this.end();
   /** a reading slot is this backlog's, from taking it until its reading stops */
   private slotHeld = false;
 
@@ -102,7 +104,7 @@ export class LaneBacklog {
       holdCommit ? undefined : range.from,
     );
     this.updatePoint(holdCommit);
-    signal.addEventListener('abort', () => this.end(), { once: true });
+    signal.addEventListener('abort', this.onHandBack, { once: true });
   }
 
   /**
@@ -356,6 +358,7 @@ export class LaneBacklog {
   /** Stops reading for good; a handed-back partition's hold goes with its progress, and the next owner reads again. */
   end(): void {
     this.ended = true;
+    this.signal.removeEventListener('abort', this.onHandBack);
     this.deps.slots.leave(this);
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { until } from '../support/until';
 import { TOPIC, orderEvents, orderSubscription, range } from './order-events';
 import { FakeCommitHolds } from './fakes';
@@ -110,6 +111,28 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     expect(readFrom.length).toBeGreaterThanOrEqual(1);
     expect(BigInt(readFrom[0])).toBeGreaterThan(BigInt(first[0].offset));
     expect(reader.openReadings).toBe(0);
+    await agent.close();
+  });
+
+  test('a backlog that finishes lets go of the partition: backlog after backlog, the hand-back signal holds none', async () => {
+    const { publisher, view, reader, bridge, agent, accepted, signal } = setup(3, 2);
+    view.set('s', orderSubscription('s'));
+    const holds = new FakeCommitHolds();
+    let opened = 0;
+    reader.opened.add(() => (opened += 1));
+    const listeners: number[] = [];
+    for (let round = 0; round < 4; round += 1) {
+      const records = await orderEvents(publisher, { count: 40, first: round * 40 });
+      await Promise.all(records.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
+      const total = (round + 1) * 40;
+      await until(async () => ((accepted.get('s') ?? []).length === total ? true : undefined), 5000, 5);
+      await until(async () => (reader.openReadings === 0 && holds.lowest === undefined ? true : undefined), 5000, 5);
+      listeners.push(getEventListeners(signal, 'abort').length);
+    }
+    expect(accepted.get('s')).toEqual(range(0, 160));
+    // Every round overflowed the lane, so every round had a backlog of its own, which finished.
+    expect(opened).toBeGreaterThanOrEqual(4);
+    expect(new Set(listeners).size).toBe(1);
     await agent.close();
   });
 
