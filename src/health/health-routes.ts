@@ -26,29 +26,34 @@ const SCHEMAS = {
       200: halResponse('Up', halSchema({ properties: { status: { const: 'up' } }, links: { self: 'one' } })),
     },
   },
-  ready: {
+  ready: readinessSchema('getReadiness', 'Kafka is reachable and every state view has caught up', {
+    self: 'one',
+  }),
+  health: readinessSchema('getHealth', 'The readiness answer, with links to liveness and readiness', {
+    self: 'one',
+    live: 'one',
+    ready: 'one',
+  }),
+};
+
+function readinessSchema(operationId: string, summary: string, links: Record<string, 'one'>) {
+  return {
     tags: ['operations'],
-    summary: 'Kafka is reachable and every state view has caught up',
-    operationId: 'getReadiness',
+    summary,
+    operationId,
     response: {
-      200: halResponse(
-        'Ready',
-        halSchema({
-          properties: { status: { const: 'ready' }, checks: CHECKS },
-          links: { self: 'one' },
-        }),
-      ),
+      200: halResponse('Ready', halSchema({ properties: { status: { const: 'ready' }, checks: CHECKS }, links })),
       503: problemResponse('not-ready, with `checks` saying which part failed, and Retry-After.'),
     },
-  },
-};
+  };
+}
 
 export async function healthRoutes(app: FastifyInstance, options: { readiness: Readiness }): Promise<void> {
   const config = { public: true };
   app.get('/health/live', { config, schema: SCHEMAS.live }, async () =>
     halResource({ status: 'up' }, { self: link('/health/live') }),
   );
-  app.get('/health/ready', { config, schema: SCHEMAS.ready }, async () => {
+  const ready = (links: Record<string, { href: string }>) => {
     const kafka = options.readiness.kafkaReachable();
     const views = options.readiness.viewsCaughtUp();
     if (!kafka || !views) {
@@ -61,9 +66,11 @@ export async function healthRoutes(app: FastifyInstance, options: { readiness: R
         },
       );
     }
-    return halResource(
-      { status: 'ready', checks: { kafka: 'up', views: 'caught-up' } },
-      { self: link('/health/ready') },
-    );
-  });
+    return halResource({ status: 'ready', checks: { kafka: 'up', views: 'caught-up' } }, links);
+  };
+  app.get('/health/ready', { config, schema: SCHEMAS.ready }, async () => ready({ self: link('/health/ready') }));
+  // The path operators and load balancers try first: the readiness answer, and where the two probes are.
+  app.get('/health', { config, schema: SCHEMAS.health }, async () =>
+    ready({ self: link('/health'), live: link('/health/live'), ready: link('/health/ready') }),
+  );
 }

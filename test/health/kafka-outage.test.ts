@@ -113,6 +113,7 @@ maybe('Kafka down under a running api', () => {
       }
       expect(ready.status).toBe(503);
       expect(ready.body.checks.kafka).toBe('down');
+      expect((await http(api.url, '/health')).status).toBe(503);
       console.log(`kafka-outage: readiness said down ${Date.now() - frozen} ms after the broker stopped answering`);
       const started = Date.now();
       const write = await http(api.url, '/orders', { body: order });

@@ -235,6 +235,16 @@ describe('Problem Details', () => {
     }
   });
 
+  test('GET /health is public: the readiness answer, linking both probes', async () => {
+    const health = await call(api.app, '/health', { key: null });
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({
+      status: 'ready',
+      checks: { kafka: 'up', views: 'caught-up' },
+      _links: { self: { href: '/health' }, live: { href: '/health/live' }, ready: { href: '/health/ready' } },
+    });
+  });
+
   test('404: an unknown path and an unknown id are Problems with instance = the path', async () => {
     const path = await call(api.app, '/nowhere?x=1');
     expect(path.status).toBe(404);
