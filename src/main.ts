@@ -66,10 +66,15 @@ async function main(): Promise<void> {
     stopping = true;
     startup.abort();
     logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 30000);
+    const started = Date.now();
+    const force = setTimeout(() => {
+      logger.error({ signal }, 'shutdown took longer than 30 s; exiting without finishing it');
+      process.exit(1);
+    }, 30000);
     force.unref();
     await service?.stop();
     await broker?.stop();
+    logger.info({ signal, ms: Date.now() - started }, 'stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

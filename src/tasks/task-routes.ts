@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { v4 as uuidv4 } from 'uuid';
+import { linkedAbort } from '../lib/linked-abort';
 import { tenantOf } from '../http/auth';
 import { evaluateIfMatch } from '../http/if-match';
 import { halResource, link, type HalResource } from '../http/hal';
@@ -73,13 +74,14 @@ function waitAsPreferred(
   reply: FastifyReply,
   store: TaskStore,
   task: TaskSnapshot,
+  closing: AbortSignal,
 ): TaskSnapshot | Promise<TaskSnapshot | undefined> {
   const wait = preferredWait(request);
   reply.header('vary', 'Prefer');
   if (wait === undefined) return task;
   reply.header('preference-applied', `wait=${wait}`);
   if (isFinal(task.status) || wait === 0) return task;
-  return waitForFinal(app, request, reply, store, task, wait);
+  return waitForFinal(app, request, reply, store, task, wait, closing);
 }
 
 async function waitForFinal(
@@ -89,6 +91,7 @@ async function waitForFinal(
   store: TaskStore,
   task: TaskSnapshot,
   wait: number,
+  closing: AbortSignal,
 ): Promise<TaskSnapshot | undefined> {
   const socket = request.raw.socket;
   const idle = app.server.timeout;
@@ -96,9 +99,13 @@ async function waitForFinal(
   const left = new AbortController();
   const onClose = () => left.abort();
   reply.raw.once('close', onClose);
+  // The client leaves, or the server closes: a wait ends early with the task as it is then (RFC 7240 lets a
+  // server answer before the preferred time), so a shutdown never waits for a task to finish.
+  const ended = linkedAbort([left.signal, closing]);
   try {
-    return await store.awaitFinal(task.taskId, wait * 1000, left.signal);
+    return await store.awaitFinal(task.taskId, wait * 1000, ended.signal);
   } finally {
+    ended.unlink();
     reply.raw.off('close', onClose);
     if (idle > 0 && !socket.destroyed) socket.setTimeout(idle);
   }
@@ -107,6 +114,8 @@ async function waitForFinal(
 export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Promise<void> {
   const { store, registry } = deps;
   const schemas = taskRouteSchemas(registry.names());
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort());
   app.addSchema(taskSchema);
   const represent = (t: TaskSnapshot) =>
     taskRepresentation(t, {
@@ -182,7 +191,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
         return { task, created: subscription?.created() };
       },
     });
-    const task = (await waitAsPreferred(app, request, reply, store, accepted.task)) ?? accepted.task;
+    const task = (await waitAsPreferred(app, request, reply, store, accepted.task, closing.signal)) ?? accepted.task;
     const rep = taskRepresentation(task, {
       cancelRequested: store.cancelRequested(task.taskId),
       subscriptionOf: deps.subscriptionOf,
@@ -214,7 +223,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
       const current = ownTask(tenant, now?.taskId ?? task.taskId);
       return tracking(reply, current).send(represent(current));
     };
-    const waited = waitAsPreferred(app, request, reply, store, task);
+    const waited = waitAsPreferred(app, request, reply, store, task, closing.signal);
     if (waited instanceof Promise) return waited.then(answer);
     answer(waited);
   });

@@ -144,6 +144,11 @@ export class TaskStore {
     return this.get(taskId);
   }
 
+  /** requests waiting for a task to end (Prefer: wait), for tests and operators */
+  get waiting(): number {
+    return this.finals.size;
+  }
+
   /** Records the request; the runner that owns the task aborts it and publishes task.cancelled. */
   async requestCancel(taskId: string): Promise<void> {
     const request: CancelRequest = { cancel: true, taskId, requestedAt: isoNow() };

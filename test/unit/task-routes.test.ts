@@ -3,6 +3,7 @@ import { TASKS_VIEW, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import { TENANT_B_KEY } from '../support/api-keys';
 import type { FakeView } from './fakes';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+import { until } from '../support/until';
 
 /*
  * The api's side of tasks over in-memory Kafka: what POST /tasks writes and answers, and how a tracking resource
@@ -204,6 +205,24 @@ describe('tracking', () => {
       waiting.mockRestore();
     }
   }, 15000);
+
+  test('a server that closes ends every Prefer: wait at once, answering with the task as it is then', async () => {
+    const closing = await inMemoryApi();
+    const { taskId } = (await call(closing.app, '/tasks', { body: countdown })).body;
+    const wait = { prefer: 'wait=60' };
+    const get = call(closing.app, `/tasks/${taskId}`, { headers: wait });
+    const post = call(closing.app, '/tasks', { body: countdown, headers: wait });
+    await until(async () => (closing.tasks.waiting === 2 ? true : undefined), 5000, 5);
+    const started = Date.now();
+    await closing.app.close();
+    const [got, posted] = await Promise.all([get, post]);
+    // Well inside the wait of 60 s: the close did not wait for the tasks, which never end here.
+    expect(Date.now() - started).toBeLessThan(10000);
+    expect(got.status).toBe(200);
+    expect(got.body.status).toBe('accepted');
+    expect(posted.status).toBe(202);
+    expect(closing.tasks.waiting).toBe(0);
+  });
 
   test('Prefer: wait=0 answers at once with the current state', async () => {
     const { taskId } = (await submit()).body;
