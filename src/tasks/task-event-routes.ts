@@ -178,7 +178,9 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
         const opened = await stream.open(from, isFinal(task.status));
         // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
         if ('nothing' in opened) return reply.code(204).send();
+        // Taken over either way: a stream answers on its own, and a client that left gets no answer at all.
         reply.hijack();
+        if ('gone' in opened) return reply;
         streams.add(stream);
         void opened.served.then(() => streams.delete(stream));
         return reply;

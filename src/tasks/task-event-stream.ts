@@ -105,6 +105,9 @@ export const EVENT_STREAM_HEAD: OutgoingHttpHeaders = {
   connection: 'keep-alive',
 };
 
+/** What opening a stream came to: streaming until `served`, nothing after the cursor, or a client already gone. */
+export type Opened = { served: Promise<void> } | { nothing: true } | { gone: true };
+
 export interface EventStreamDeps extends EventReadDeps {
   /** a comment line goes out at least this often */
   heartbeatMs: number;
@@ -123,6 +126,8 @@ export class TaskEventStream {
   private reading: PartitionReading | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private ended = false;
+  /** the client closed the connection: whatever open() meets after that is not a failure to answer */
+  private clientLeft = false;
   private readonly done: Promise<void>;
   private finish: () => void = () => undefined;
   /** records wait for the head: the reader may hand one over before open() has written it */
@@ -142,7 +147,10 @@ export class TaskEventStream {
     this.headWritten = new Promise((resolve) => {
       this.headDone = resolve;
     });
-    res.on('close', () => this.end());
+    res.on('close', () => {
+      this.clientLeft = true;
+      this.end();
+    });
   }
 
   /**
@@ -150,9 +158,23 @@ export class TaskEventStream {
    * sent becomes the client's 503), then writes the head. `served` resolves
    * once the stream has ended, for whatever reason. For a task that had ended
    * before the request, `nothing` says no event is left after the cursor: the
-   * caller answers 204, which tells an EventSource to stop reconnecting.
+   * caller answers 204, which tells an EventSource to stop reconnecting. `gone`: the client left while it opened;
+   * there is no one to answer, and the reader is stopped.
    */
-  async open(fromOffset: bigint, finalBefore: boolean): Promise<{ served: Promise<void> } | { nothing: true }> {
+  async open(fromOffset: bigint, finalBefore: boolean): Promise<Opened> {
+    try {
+      const opened = await this.opening(fromOffset, finalBefore);
+      if (!this.clientLeft) return opened;
+    } catch (err) {
+      if (!this.clientLeft) throw err;
+    }
+    this.end();
+    // end() ran when the client left, before the reader was there: it is stopped here.
+    await this.reading?.stop();
+    return { gone: true };
+  }
+
+  private async opening(fromOffset: bigint, finalBefore: boolean): Promise<Opened> {
     const started = Date.now();
     const remaining = () => Math.max(1, this.deps.timeoutMs - (Date.now() - started));
     const { topic, partition } = this.task;
@@ -195,6 +217,8 @@ export class TaskEventStream {
         () => this.end(),
       );
     }
+    // The client may have left while the reader opened: no head for a closed connection.
+    if (this.clientLeft) return { gone: true };
     this.res.writeHead(200, { ...this.headers, ...EVENT_STREAM_HEAD });
     if (this.res.destroyed) this.end();
     // Tells a proxy the stream is alive, and EventSource clients to retry after a second.
