@@ -78,6 +78,10 @@ export class CallbackBridge {
       lane: (id) => this.lane(id),
       callbackParts: (sub, e, record) => this.callbackParts(sub, e, record),
     });
+    // Whoever ended it (this bridge after a delivery, a refusal, or a client's cancel through the api).
+    deps.subscriptions.view.onChange((id, s) => {
+      if (!s || s.status !== 'active') this.sources.subscriptionEnded(id);
+    });
   }
 
   /**

@@ -348,6 +348,15 @@ export class LaneBacklog {
     if (turn.reading) void turn.reading.stop();
   }
 
+  /**
+   * Its subscription ended (cancelled, delivered once, refused): nothing of it is read or held any more. Told at
+   * once, because a backlog that is not reading (waiting for room, or for a slot) would otherwise learn it only from
+   * its next record, which may never come: it stayed, with its cursor and its metric series, until a restart.
+   */
+  subscriptionEnded(): void {
+    if (!this.ended) this.finish();
+  }
+
   /** Nothing left to read or hold: the subscription ended, or the reading caught up and the lane delivered it. */
   private finish(): void {
     this.end();

@@ -189,6 +189,11 @@ export class LaneSources {
     return out;
   }
 
+  /** The subscription is no longer active: its backlogs on every partition end. */
+  subscriptionEnded(subscriptionId: string): void {
+    for (const offers of this.partitions.values()) offers.backlogs.get(subscriptionId)?.subscriptionEnded();
+  }
+
   /** The subscription's lane has room again: its backlogs read on. */
   roomIn(subscriptionId: string): void {
     for (const offers of this.partitions.values()) offers.backlogs.get(subscriptionId)?.resume();
