@@ -8,6 +8,7 @@ import { exampleResources, exampleTaskTypes } from './examples';
 import { startService, type RunningService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
 import { brokersUnreachable } from './startup/broker-reachable';
+import { assertPortFree, PortTakenError } from './startup/port-free';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from './startup/wait-for-kafka';
 
 function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
@@ -98,6 +99,8 @@ async function main(): Promise<void> {
     await patiently(brokers, () => createTopics(config, brokers));
     process.exit(0);
   }
+  // Before the broker and the replay: a taken port used to be found only when the server listened, 30 s later.
+  await assertPortFree(config.host, config.port);
   if (!config.kafkaBrokers) {
     logger.info(
       { cacheDir: config.cacheDir },
@@ -139,7 +142,7 @@ async function main(): Promise<void> {
 main().catch((err: unknown) => {
   // shutdown() exits (0) once it has stopped what had started.
   if (err instanceof StartupAbortedError) return;
-  const explained = [ConfigError, LocalBrokerUnavailableError, KafkaStartupTimeoutError].some(
+  const explained = [ConfigError, LocalBrokerUnavailableError, KafkaStartupTimeoutError, PortTakenError].some(
     (type) => err instanceof type,
   );
   if (explained && err instanceof Error) {

@@ -270,6 +270,28 @@ describe('the data folder lock', () => {
   });
 });
 
+describe('a taken PORT', () => {
+  test('is refused at once, naming it, before any wait for Kafka', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const taken = (holder.address() as { port: number }).port;
+    try {
+      // A broker that never answers: without the check, the process would wait for it for the whole 20 s.
+      const env = roleEnv(`127.0.0.1:${await freePort()}`, { PORT: String(taken), KAFKA_STARTUP_TIMEOUT_MS: '20000' });
+      const app = run(['api'], env);
+      try {
+        expect(await app.exitWithin(10000)).toBe(1);
+        expect(app.output()).toContain(`PORT ${taken} on 127.0.0.1 is taken`);
+        expect(app.output()).not.toMatch(/waiting for Kafka/);
+      } finally {
+        if (app.child.exitCode === null) app.child.kill('SIGKILL');
+      }
+    } finally {
+      holder.close();
+    }
+  });
+});
+
 describe('a patient start', () => {
   beforeAll(() => {
     if (!existsSync(MAIN)) throw new Error('dist/ is missing: `npm test` builds it first (or run `npm run build`)');
