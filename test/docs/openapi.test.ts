@@ -51,6 +51,7 @@ const operations = (): Listed[] =>
 const PUBLIC = [
   'GET /',
   'GET /docs/problems',
+  'GET /health',
   'GET /health/live',
   'GET /health/ready',
   'GET /metrics',
