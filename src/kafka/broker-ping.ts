@@ -24,10 +24,14 @@ function apiVersionsRequest(correlationId: number): Buffer {
  * that gets its answer tells that the broker serves. Any complete answer with
  * our correlation id counts, an error code included: the broker is serving.
  */
-export function brokerAnswers(broker: string, timeoutMs: number): Promise<boolean> {
+/** `host:port` of a bootstrap broker (an IPv6 host in brackets) as net.connect takes it. */
+export function brokerAddress(broker: string): { host: string; port: number } {
   const i = broker.lastIndexOf(':');
-  const host = broker.slice(0, i).replace(/^\[|\]$/g, '');
-  const port = Number(broker.slice(i + 1));
+  return { host: broker.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(broker.slice(i + 1)) };
+}
+
+export function brokerAnswers(broker: string, timeoutMs: number): Promise<boolean> {
+  const { host, port } = brokerAddress(broker);
   const correlationId = Math.floor(Math.random() * 0x7fffffff);
   return new Promise((resolve) => {
     let received = Buffer.alloc(0);

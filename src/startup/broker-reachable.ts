@@ -1,9 +1,8 @@
 import { connect } from 'node:net';
+import { brokerAddress } from '../kafka/broker-ping';
 
 function tryConnect(broker: string, timeoutMs: number): Promise<Error | undefined> {
-  const i = broker.lastIndexOf(':');
-  const host = broker.slice(0, i).replace(/^\[|\]$/g, '');
-  const port = Number(broker.slice(i + 1));
+  const { host, port } = brokerAddress(broker);
   return new Promise((resolve) => {
     const socket = connect({ host, port });
     const done = (err: Error | undefined) => {
