@@ -56,6 +56,27 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   idleTimeoutMs: 30000 + 5000 + IDLE_SLACK_MS,
 };
 
+function parseCallbacks(r: Reader): Config['callbacks'] {
+  const concurrency = r.int('CALLBACK_CONCURRENCY', 10000, 1, 1000000);
+  const backoffBaseMs = r.int('CALLBACK_BACKOFF_BASE_MS', 1000, 1, 3600000);
+  const backoffMaxMs = r.int('CALLBACK_BACKOFF_MAX_MS', 300000, 1, 86400000);
+  // A base above the cap would make every retry wait the cap: surely not what was meant.
+  if (backoffBaseMs > backoffMaxMs) {
+    r.problems.push(
+      `CALLBACK_BACKOFF_BASE_MS=${backoffBaseMs} must not exceed CALLBACK_BACKOFF_MAX_MS=${backoffMaxMs}`,
+    );
+  }
+  return {
+    allowPrivate: r.bool('CALLBACK_ALLOW_PRIVATE', false),
+    timeoutMs: r.int('CALLBACK_TIMEOUT_MS', 10000, 100, 120000),
+    maxAttempts: r.int('CALLBACK_MAX_ATTEMPTS', 8, 1, 100),
+    backoffBaseMs,
+    backoffMaxMs,
+    concurrency,
+    laneBuffer: r.int('CALLBACK_LANE_BUFFER', Math.min(100, concurrency), 1, concurrency),
+  };
+}
+
 function parseHttpLimits(r: Reader, kafkaTimeoutMs: number): HttpLimits {
   const d = DEFAULT_HTTP_LIMITS;
   const requestTimeoutMs = r.int('HTTP_REQUEST_TIMEOUT_MS', d.requestTimeoutMs, 100, 3600000);
@@ -182,10 +203,12 @@ class Reader {
     return fallback;
   }
 
+  /** The allowed values are lower case; `INFO` means `info`, as most services read it. */
   oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[], override?: string): T {
-    const v = override ?? this.raw(name) ?? fallback;
+    const given = override ?? this.raw(name) ?? fallback;
+    const v = given.toLowerCase();
     if (!(allowed as readonly string[]).includes(v)) {
-      this.problems.push(`${name}=${JSON.stringify(v)} must be one of ${allowed.join(', ')}`);
+      this.problems.push(`${name}=${JSON.stringify(given)} must be one of ${allowed.join(', ')}`);
       return fallback;
     }
     return v as T;
@@ -256,7 +279,6 @@ function parsePublicUrl(r: Reader): string | undefined {
 export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
   const r = new Reader(env);
   const kafkaTimeoutMs = r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000);
-  const concurrency = r.int('CALLBACK_CONCURRENCY', 10000, 1, 1000000);
   const config: Config = {
     port: r.int('PORT', 3000, 0, 65535),
     host: r.string('HOST', '0.0.0.0'),
@@ -274,15 +296,7 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 1048576, 1024, 104857600),
     taskConcurrency: r.int('TASK_CONCURRENCY', 128, 1, 10000),
     taskTimeoutMs: r.int('TASK_TIMEOUT_MS', 3600000, 100, 7 * 24 * 3600000),
-    callbacks: {
-      allowPrivate: r.bool('CALLBACK_ALLOW_PRIVATE', false),
-      timeoutMs: r.int('CALLBACK_TIMEOUT_MS', 10000, 100, 120000),
-      maxAttempts: r.int('CALLBACK_MAX_ATTEMPTS', 8, 1, 100),
-      backoffBaseMs: r.int('CALLBACK_BACKOFF_BASE_MS', 1000, 1, 3600000),
-      backoffMaxMs: r.int('CALLBACK_BACKOFF_MAX_MS', 300000, 1, 86400000),
-      concurrency,
-      laneBuffer: r.int('CALLBACK_LANE_BUFFER', Math.min(100, concurrency), 1, concurrency),
-    },
+    callbacks: parseCallbacks(r),
     http: parseHttpLimits(r, kafkaTimeoutMs),
     taskRetentionMs: r.int('TASK_RETENTION_MS', 7 * 24 * 3600000, 1000, 3650 * 24 * 3600000),
     publicUrl: parsePublicUrl(r),

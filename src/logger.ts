@@ -1,4 +1,4 @@
-import pino, { type DestinationStream, type Logger } from 'pino';
+import pino, { type DestinationStream, type LevelWithSilent, type Logger } from 'pino';
 import type { LogLevel } from './config';
 
 export type { Logger };
@@ -52,4 +52,16 @@ function requestSerializer(req: LoggedRequest): Record<string, unknown> {
 export function createLogger(level: LogLevel, name = 'hookstream', destination?: DestinationStream): Logger {
   const options = { name, level, serializers: { req: requestSerializer } };
   return destination ? pino(options, destination) : pino(options);
+}
+
+const LEVEL_ORDER: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/**
+ * The level for a route that should log less than the rest (health probes, metric scrapes): `floor`, or the
+ * process's own level when that is stricter. A route's level replaces the process's, so a bare `warn` would make a
+ * `LOG_LEVEL=silent` process write the route's warnings.
+ */
+export function quieterLevel(processLevel: string, floor: 'warn' | 'error'): LevelWithSilent {
+  const own = LEVEL_ORDER.indexOf(processLevel as LevelWithSilent);
+  return own > LEVEL_ORDER.indexOf(floor) ? LEVEL_ORDER[own] : floor;
 }

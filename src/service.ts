@@ -17,6 +17,7 @@ import { seedResources } from './resources/seed';
 import { DeliveryHistory } from './subscriptions/delivery-attempt';
 import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscriptions/subscription-representation';
 import { subscriptionRoutes, taskSubscriber } from './subscriptions/subscription-routes';
+import { SubscriptionRetention } from './subscriptions/subscription-retention';
 import { SubscriptionStore } from './subscriptions/subscription-store';
 import { TASK_EVENT_KINDS } from './tasks/task-events';
 import { TaskRegistry } from './tasks/task-registry';
@@ -106,6 +107,7 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
     publisher,
     topic: kafka.topics.subscriptions,
     timeoutMs: config.kafkaTimeoutMs,
+    retentionMs: config.taskRetentionMs,
   });
   const history = await DeliveryHistory.open(kafka);
   const subscriptionDeps = {
@@ -118,7 +120,7 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
   };
   const representationOf = (id: string) => {
     const s = subscriptions.get(id);
-    return s && subscriptionRepresentation(s, history.of(id));
+    return s && subscriptionRepresentation(s, history.of(id), { expiresAt: subscriptions.expiresAt(s) });
   };
   const document = asyncApiDocument({
     topics: kafka.topics,
@@ -135,6 +137,17 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
   // Started last: nothing after them can fail and leave them running against a closed Kafka.
   const retention = new TaskRetention(tasks, logger);
   retention.start();
+  const subscriptionRetention = new SubscriptionRetention({
+    store: subscriptions,
+    history,
+    publisher: kafka.publisher,
+    deliveriesTopic: kafka.topics.deliveries,
+    taskExists: (taskId) => tasks.get(taskId) !== undefined,
+    retentionMs: config.taskRetentionMs,
+    timeoutMs: config.kafkaTimeoutMs,
+    logger,
+  });
+  subscriptionRetention.start();
   idempotency.startSweeping();
   return {
     resources: { registry: k.resourceRegistry, store, idempotency, publicUrl: k.publicUrl },
@@ -161,6 +174,7 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
     ],
     stop() {
       retention.stop();
+      subscriptionRetention.stop();
       idempotency.stop();
     },
   };

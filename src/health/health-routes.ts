@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { halResource, link } from '../http/hal';
 import { halResponse, halSchema } from '../http/hal-schemas';
 import { problemResponse } from '../http/route-schema-conventions';
+import { quieterLevel } from '../logger';
 import { ProblemError } from '../problems/problem-error';
 
 export interface Readiness {
@@ -50,7 +51,9 @@ function readinessSchema(operationId: string, summary: string, links: Record<str
 
 export async function healthRoutes(app: FastifyInstance, options: { readiness: Readiness }): Promise<void> {
   const config = { public: true };
-  app.get('/health/live', { config, schema: SCHEMAS.live }, async () =>
+  // Probed every few seconds: a request log line for each would bury the rest. Failures still log (warn and up).
+  const logLevel = quieterLevel(app.log.level, 'warn');
+  app.get('/health/live', { config, logLevel, schema: SCHEMAS.live }, async () =>
     halResource({ status: 'up' }, { self: link('/health/live') }),
   );
   const ready = (links: Record<string, { href: string }>) => {
@@ -68,9 +71,11 @@ export async function healthRoutes(app: FastifyInstance, options: { readiness: R
     }
     return halResource({ status: 'ready', checks: { kafka: 'up', views: 'caught-up' } }, links);
   };
-  app.get('/health/ready', { config, schema: SCHEMAS.ready }, async () => ready({ self: link('/health/ready') }));
+  app.get('/health/ready', { config, logLevel, schema: SCHEMAS.ready }, async () =>
+    ready({ self: link('/health/ready') }),
+  );
   // The path operators and load balancers try first: the readiness answer, and where the two probes are.
-  app.get('/health', { config, schema: SCHEMAS.health }, async () =>
+  app.get('/health', { config, logLevel, schema: SCHEMAS.health }, async () =>
     ready({ self: link('/health'), live: link('/health/live'), ready: link('/health/ready') }),
   );
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { quieterLevel } from '../logger';
 import type { Metrics } from '../metrics/metrics';
 
 /** A request no route matched: one label for all of them, so a scan of random URLs cannot grow the series. */
@@ -28,6 +29,8 @@ export async function metricsRoute(app: FastifyInstance, options: { metrics: Met
     '/metrics',
     {
       config: { public: true, produces: ['text/plain'] },
+      // Scraped every few seconds, like the health probes: no request log lines unless something fails.
+      logLevel: quieterLevel(app.log.level, 'warn'),
       schema: {
         tags: ['operations'],
         summary: 'Prometheus metrics of this process',

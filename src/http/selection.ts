@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { DEFAULT_EMBEDDED, embedResolver, isHal, type Hal, type HalResource } from './hal';
+import { DEFAULT_EMBEDDED, embedResolver, isHal, type Hal, type HalResource, type Links } from './hal';
 
 /** A flat comma list; empty names are dropped, so `fields=` selects nothing. */
 function list(value: unknown): string[] | undefined {
@@ -94,11 +94,44 @@ function toPlain(resource: HalResource): Hal {
   return applySelection(resource, {});
 }
 
+const SELECTION_PARAMS = ['fields', 'embedded', 'embed'];
+/** the links that page through the same list: following one keeps the representation the client asked for */
+const PAGING_RELATIONS = ['next', 'prev', 'first', 'last'];
+
+/** The request's own `fields`/`embedded`/`embed` parameters, encoded as it sent them; '' when it sent none. */
+function selectionQuery(request: FastifyRequest): string {
+  const url = request.raw.url ?? '';
+  const q = url.indexOf('?');
+  if (q < 0) return '';
+  const given = new URLSearchParams(url.slice(q + 1));
+  const kept = new URLSearchParams();
+  for (const name of SELECTION_PARAMS) for (const value of given.getAll(name)) kept.append(name, value);
+  return kept.toString();
+}
+
+/**
+ * A page's `next` and `prev` carry the selection of the request, so a client paging with `fields` or `embedded`
+ * gets the same representation on every page. `self` stays the page (or resource) itself, as HAL has it: a
+ * resource's self is also what a bulk PATCH names.
+ */
+function carrySelection(resource: HalResource, query: string): HalResource {
+  const links = resource._links;
+  if (!query || !links || !PAGING_RELATIONS.some((rel) => Object.hasOwn(links, rel))) return resource;
+  const carried: Links = { ...links };
+  for (const rel of PAGING_RELATIONS) {
+    const l = links[rel];
+    if (l && !Array.isArray(l)) carried[rel] = { ...l, href: `${l.href}${l.href.includes('?') ? '&' : '?'}${query}` };
+  }
+  // A page is made per request, never cached, so it is changed in place: a copy would lose its hidden keys.
+  resource._links = carried;
+  return resource;
+}
+
 export const selectionPlugin = fp(
   async (app: FastifyInstance) => {
     app.addHook('preSerialization', (request, reply, payload, done) => {
       if (reply.statusCode >= 300 || !isHal(payload)) return done(null, payload);
-      done(null, applySelection(payload, selectionOf(request)));
+      done(null, applySelection(carrySelection(payload, selectionQuery(request)), selectionOf(request)));
     });
   },
   { name: 'hookstream-selection' },

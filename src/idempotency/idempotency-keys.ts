@@ -10,6 +10,7 @@ import type {
   ViewSource,
 } from '../kafka/types';
 import { Deadline } from '../lib/deadline';
+import { startPeriodicSweep, type StopSweeping } from '../lib/periodic-sweep';
 import type { Logger } from '../logger';
 import {
   decodeIdempotencyRecord,
@@ -91,7 +92,7 @@ export class IdempotencyKeys {
   /** the creations under way: only these complete a write (a look-alike object is ignored) */
   private readonly creations = new WeakSet<KeyedCreation>();
   readonly claimTtlMs: number;
-  private sweeper: NodeJS.Timeout | undefined;
+  private stopSweeping: StopSweeping = () => undefined;
 
   /** The keys on this process's view of the idempotency-keys topic. */
   static async open(views: ViewSource, deps: Omit<IdempotencyKeysDeps, 'view'>): Promise<IdempotencyKeys> {
@@ -201,17 +202,16 @@ export class IdempotencyKeys {
 
   /** Tombstones answers older than 24 h and claims long expired, every intervalMs; writing one twice is harmless. */
   startSweeping(intervalMs = 60000): void {
-    const tick = () => {
-      this.sweep().catch((err: unknown) => this.deps.logger.warn({ err }, 'could not forget expired idempotency keys'));
-      this.sweeper = setTimeout(tick, intervalMs);
-      this.sweeper.unref();
-    };
-    this.sweeper = setTimeout(tick, Math.random() * intervalMs);
-    this.sweeper.unref();
+    this.stopSweeping = startPeriodicSweep({
+      intervalMs,
+      sweep: () => this.sweep(),
+      logger: this.deps.logger,
+      failure: 'could not forget expired idempotency keys',
+    });
   }
 
   stop(): void {
-    clearTimeout(this.sweeper);
+    this.stopSweeping();
   }
 
   async sweep(now = Date.now()): Promise<number> {

@@ -15,7 +15,7 @@ export interface Topics {
   taskEvents: string;
   /** resource events such as order.created, key = `<collection>/<id>` */
   domainEvents: string;
-  /** callback attempts, key = subscription UUID */
+  /** callback attempts, key = `<subscription>/<webhook-id>/<attempt>`; tombstoned after TASK_RETENTION_MS */
   deliveries: string;
   /** callbacks that exhausted their attempts, key = subscription UUID */
   callbackDeadLetters: string;
@@ -45,14 +45,15 @@ const WEEK_MS = String(7 * 24 * 3600 * 1000);
 const DAY_MS = String(24 * 3600 * 1000);
 
 /*
- * Topics whose keys are forgotten (tombstoned) after a window: finished tasks
- * after TASK_RETENTION_MS, idempotency keys after 24 h. The active segment is
+ * Compacted topics whose keys are forgotten (tombstoned) after a window:
+ * finished tasks and ended subscriptions after TASK_RETENTION_MS, idempotency
+ * keys after 24 h. The active segment is
  * never compacted, so it rolls hourly; compaction runs at least daily; a
  * tombstone stays a day, far longer than any running view lags, so every view
  * sees it before compaction drops it. Start-up replay then follows the live
  * keys, not history.
  */
-const FORGETTING: (keyof Topics)[] = ['tasks', 'idempotencyKeys'];
+const FORGETTING: (keyof Topics)[] = ['tasks', 'subscriptions', 'idempotencyKeys'];
 const FORGETTING_CONFIG = [
   { name: 'segment.ms', value: String(3600 * 1000) },
   { name: 'max.compaction.lag.ms', value: DAY_MS },

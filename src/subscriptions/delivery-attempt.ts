@@ -21,13 +21,20 @@ export interface DeliveryAttempt {
 export const attemptKey = (a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt'>) =>
   `${a.subscriptionId}/${a.webhookId}/${a.attempt}`;
 
+/** The key's parts; a tombstone carries no value to read them from. */
+function parseAttemptKey(key: string): { subscriptionId: string; webhookId: string; attempt: number } | undefined {
+  const parts = key.split('/');
+  if (parts.length !== 3) return undefined;
+  return { subscriptionId: parts[0], webhookId: parts[1], attempt: Number(parts[2]) };
+}
+
 export function decodeDeliveryAttempt(value: string): DeliveryAttempt {
   const a = JSON.parse(value) as DeliveryAttempt;
   if (typeof a?.subscriptionId !== 'string') throw new Error('not a delivery attempt');
   return a;
 }
 
-const DELIVERIES_VIEW: ViewSpec<DeliveryAttempt> = { topic: 'deliveries', decode: decodeDeliveryAttempt };
+export const DELIVERIES_VIEW: ViewSpec<DeliveryAttempt> = { topic: 'deliveries', decode: decodeDeliveryAttempt };
 
 const KEEP = 500;
 
@@ -40,15 +47,26 @@ export class DeliveryHistory {
     return new DeliveryHistory(await views.view(DELIVERIES_VIEW));
   }
 
-  constructor(view: StateView<DeliveryAttempt>) {
+  constructor(private readonly view: StateView<DeliveryAttempt>) {
     for (const a of view.values()) this.add(a);
-    view.onChange((_key, a) => {
+    view.onChange((key, a) => {
       if (a) this.add(a);
+      else this.remove(key);
     });
   }
 
   of(subscriptionId: string): DeliveryAttempt[] {
     return this.bySubscription.get(subscriptionId) ?? [];
+  }
+
+  /**
+   * The keys of attempts made a window ago or earlier, from the whole view: the index keeps a subscription's last
+   * KEEP, the view every attempt not yet tombstoned.
+   */
+  expiredKeys(retentionMs: number, now = Date.now()): string[] {
+    const out: string[] = [];
+    for (const a of this.view.values()) if (Date.parse(a.at) + retentionMs <= now) out.push(attemptKey(a));
+    return out;
   }
 
   /**
@@ -64,6 +82,15 @@ export class DeliveryHistory {
     list.splice(i, 0, a);
     if (list.length > KEEP) list.splice(0, list.length - KEEP);
     this.bySubscription.set(a.subscriptionId, list);
+  }
+
+  private remove(key: string): void {
+    const k = parseAttemptKey(key);
+    const list = k && this.bySubscription.get(k.subscriptionId);
+    if (!k || !list) return;
+    const i = list.findIndex((a) => a.webhookId === k.webhookId && a.attempt === k.attempt);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.bySubscription.delete(k.subscriptionId);
   }
 }
 

@@ -7,11 +7,18 @@ const MESSAGES = {
   cancelled: 'The subscription is cancelled; no further callbacks start.',
 };
 
+export interface RepresentationExtras {
+  /** only in the answer that creates it */
+  secret?: boolean;
+  /** when a cancelled subscription is forgotten (SubscriptionStore.expiresAt), ms since epoch */
+  expiresAt?: number;
+}
+
 /** The subscription resource; the secret is shown once, in the 201 that creates it. */
 export function subscriptionRepresentation(
   s: Subscription,
   attempts: DeliveryAttempt[],
-  withSecret = false,
+  extras: RepresentationExtras = {},
 ): HalResource {
   const links: Links = {
     self: link(`/subscriptions/${s.id}`),
@@ -30,7 +37,7 @@ export function subscriptionRepresentation(
       mode: s.mode,
       callbackUrl: s.callbackUrl,
       ...(s.taskId ? { taskId: s.taskId } : { events: s.events }),
-      ...(withSecret ? { secret: s.secret } : {}),
+      ...(extras.secret ? { secret: s.secret } : {}),
       counts: {
         attempts: attempts.length,
         delivered: count('delivered'),
@@ -41,6 +48,7 @@ export function subscriptionRepresentation(
       ...(last ? { lastDelivery: last } : {}),
       createdAt: s.createdAt,
       updatedAt: s.updatedAt,
+      ...(extras.expiresAt !== undefined ? { expiresAt: new Date(extras.expiresAt).toISOString() } : {}),
     },
     links,
   );
@@ -48,7 +56,7 @@ export function subscriptionRepresentation(
 
 /** The answer that creates a subscription (201, or a task's 202): the only time its secret is shown. */
 export function newSubscriptionRepresentation(s: Subscription): HalResource {
-  const rep = subscriptionRepresentation(s, [], true);
+  const rep = subscriptionRepresentation(s, [], { secret: true });
   rep.message =
     'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) ' + 'and is shown only now.';
   return rep;

@@ -86,6 +86,9 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     return s;
   }
 
+  const representation = (s: Subscription) =>
+    subscriptionRepresentation(s, history.of(s.id), { expiresAt: store.expiresAt(s) });
+
   app.post('/subscriptions', { schema: schemas.create, ...REPORTS_BODY_ERRORS }, async (request, reply) => {
     const errors = bodyErrors(request);
     // Typed from its schema; its fields are read only once the schema found no errors.
@@ -139,14 +142,13 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         ...pageLinks('/subscriptions', offset, limit, all.length),
         item: page.map((s) => link(`/subscriptions/${s.id}`)),
       },
-      { subscriptions: () => page.map((s) => subscriptionRepresentation(s, history.of(s.id))) },
+      { subscriptions: () => page.map(representation) },
       ['subscriptions'],
     );
   });
 
   app.get<IdParams>('/subscriptions/:id', { schema: schemas.get }, async (request) => {
-    const s = own(tenantOf(request), request.params.id);
-    return subscriptionRepresentation(s, history.of(s.id));
+    return representation(own(tenantOf(request), request.params.id));
   });
 
   type DeliveriesRequest = IdParams & { Querystring: PageQuery };

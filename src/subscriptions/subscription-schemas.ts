@@ -55,6 +55,10 @@ export const subscriptionSchema = halSchema({
     lastDelivery: deliveryAttempt,
     createdAt: dateTime,
     updatedAt: dateTime,
+    expiresAt: {
+      ...dateTime,
+      description: 'when a cancelled subscription and its history are forgotten (TASK_RETENTION_MS after it ended)',
+    },
   },
   links: { self: 'one', deliveries: 'one', collection: 'one', task: 'one' },
 });

@@ -12,6 +12,17 @@ export interface SubscriptionStoreDeps {
   publisher: Publisher;
   topic: string;
   timeoutMs: number;
+  /**
+   * TASK_RETENTION_MS: how long a cancelled subscription is kept after it ended. Without it (the bridge, which only
+   * follows active ones) none expires.
+   */
+  retentionMs?: number;
+}
+
+/** When a subscription is forgotten: a cancelled one, its retention after it ended; an active one never by itself. */
+export function subscriptionExpiresAt(s: Subscription, retentionMs: number | undefined): number | undefined {
+  if (retentionMs === undefined || s.status !== 'cancelled') return undefined;
+  return Date.parse(s.updatedAt) + retentionMs;
 }
 
 export interface NewSubscription {
@@ -36,14 +47,52 @@ export class SubscriptionStore {
     return this.deps.view;
   }
 
-  get(id: string): Subscription | undefined {
-    return this.deps.view.get(id);
+  /** Like a task's, an expired subscription is gone at once, before the sweeper's tombstone reaches the view. */
+  get(id: string, now = Date.now()): Subscription | undefined {
+    const s = this.deps.view.get(id);
+    return s && !this.expired(s, now) ? s : undefined;
   }
 
-  list(tenant: string): Subscription[] {
+  list(tenant: string, now = Date.now()): Subscription[] {
     return [...this.deps.view.values()]
-      .filter((s) => s.tenant === tenant)
+      .filter((s) => s.tenant === tenant && !this.expired(s, now))
       .sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1));
+  }
+
+  expiresAt(s: Subscription): number | undefined {
+    return subscriptionExpiresAt(s, this.deps.retentionMs);
+  }
+
+  /**
+   * What the retention sweep forgets: cancelled subscriptions past their window, and a task's subscription still
+   * active when its task is gone (forgotten) and it has not changed for a window. The second age guard is against a
+   * view of the tasks topic that lags this one: a subscription is written with or after its task, never a window
+   * before it.
+   */
+  expiredIds(taskExists: (taskId: string) => boolean, now = Date.now()): string[] {
+    const retentionMs = this.deps.retentionMs;
+    if (retentionMs === undefined) return [];
+    const out: string[] = [];
+    for (const s of this.deps.view.values()) {
+      const orphan =
+        s.status === 'active' &&
+        s.taskId !== undefined &&
+        Date.parse(s.updatedAt) + retentionMs <= now &&
+        !taskExists(s.taskId);
+      if (orphan || this.expired(s, now)) out.push(s.id);
+    }
+    return out;
+  }
+
+  /** Tombstones; a subscription ended again after it (a bridge's last end) is forgotten a window later. */
+  async forget(ids: string[]): Promise<void> {
+    const records = ids.map((id) => ({ topic: this.deps.topic, key: id, value: null }));
+    await this.deps.publisher.publish(records, { timeoutMs: this.deps.timeoutMs });
+  }
+
+  private expired(s: Subscription, now: number): boolean {
+    const at = this.expiresAt(s);
+    return at !== undefined && at <= now;
   }
 
   /** The subscription and its record, for writing in another transaction (a task's). */

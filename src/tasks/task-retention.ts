@@ -1,4 +1,5 @@
 import type { Logger } from '../logger';
+import { startPeriodicSweep, type StopSweeping } from '../lib/periodic-sweep';
 import type { TaskStore } from './task-store';
 
 /** tasks tombstoned per transaction: two records each (snapshot, cancellation request) */
@@ -18,7 +19,7 @@ export function sweepIntervalMs(retentionMs: number): number {
  * once.
  */
 export class TaskRetention {
-  private timer: NodeJS.Timeout | undefined;
+  private stopSweeping: StopSweeping = () => undefined;
   private stopped = false;
   readonly intervalMs: number;
 
@@ -30,13 +31,17 @@ export class TaskRetention {
   }
 
   start(): void {
-    // A random phase, so several api instances rarely sweep the same tasks at once.
-    this.schedule(Math.random() * this.intervalMs);
+    this.stopSweeping = startPeriodicSweep({
+      intervalMs: this.intervalMs,
+      sweep: () => this.sweep(),
+      logger: this.logger,
+      failure: 'could not forget expired tasks; trying again next time',
+    });
   }
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.stopSweeping();
   }
 
   /** One pass; resolves with the number of tasks tombstoned. */
@@ -47,15 +52,5 @@ export class TaskRetention {
     }
     if (expired.length > 0) this.logger.info({ tasks: expired.length }, 'forgot finished tasks past TASK_RETENTION_MS');
     return expired.length;
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.sweep()
-        .catch((err: unknown) => this.logger.warn({ err }, 'could not forget expired tasks; trying again next time'))
-        .finally(() => this.schedule(this.intervalMs));
-    }, delayMs);
-    this.timer.unref();
   }
 }

@@ -1,6 +1,7 @@
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
+import { Receiver } from '../support/receiver';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
 import { latestValue } from '../support/topic-contents';
 import { until } from '../support/until';
@@ -76,6 +77,38 @@ test('a task running longer than the window is never forgotten while it runs', a
   expect(final.status).toBe('succeeded');
 });
 
+test("a task's callback subscription and its delivery attempts are forgotten a window after it ended", async () => {
+  const receiver = await new Receiver().start();
+  try {
+    const res = await http(short.url, '/tasks', {
+      body: { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: `${receiver.url}/hook` },
+    });
+    expect(res.status).toBe(202);
+    const subscriptionId = res.body._embedded.subscription.UUID as string;
+    const [callback] = await receiver.waitFor(1);
+    const attemptKey = `${subscriptionId}/${callback.headers['webhook-id']}/1`;
+    // A once subscription ends with its delivery, and then says when it is forgotten.
+    const ended = await until(async () => {
+      const s = await http(short.url, `/subscriptions/${subscriptionId}`);
+      return s.body.status === 'cancelled' && s.body.counts.delivered === 1 ? s.body : undefined;
+    });
+    expect(ended.cancelReason).toBe('delivered-once');
+    expect(Date.parse(ended.expiresAt)).toBe(Date.parse(ended.updatedAt) + RETENTION_MS);
+    await until(async () => (await http(short.url, `/subscriptions/${subscriptionId}`)).status === 404 || undefined);
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(ended.expiresAt));
+    await until(async () => (await http(shortApi.url, `/subscriptions/${subscriptionId}`)).status === 404 || undefined);
+    const listed = await http(short.url, '/subscriptions?limit=100');
+    expect(listed.body._embedded.subscriptions.map((s: { UUID: string }) => s.UUID)).not.toContain(subscriptionId);
+    // Tombstoned within a sweep: the subscription so compaction drops it, the attempt so every view lets it go.
+    const tombstoned = async (topic: string, key: string) =>
+      (await latestValue(testBrokers(), topic, key)) === null || undefined;
+    await until(() => tombstoned(short.kafka.topics.subscriptions, subscriptionId), 20000);
+    await until(() => tombstoned(short.kafka.topics.deliveries, attemptKey), 20000);
+  } finally {
+    await receiver.stop();
+  }
+});
+
 test('DELETE forgets a finished task: 204, then 404, and a repeat DELETE is 404', async () => {
   const { taskId } = await submit(kept.url, { steps: 1, stepMs: 0 });
   await until(async () => ((await http(kept.url, `/tasks/${taskId}`)).body.status === 'succeeded' ? true : undefined));
@@ -99,16 +132,18 @@ test('DELETE of a task that is not finished is a 409 Problem; it keeps running',
   await http(kept.url, `/tasks/${taskId}`, { method: 'PATCH', body: { status: 'cancelled' } });
 });
 
-test('the tasks and idempotency-keys topics are created so compaction can drop what was forgotten', async () => {
+test('the tasks, subscriptions and idempotency-keys topics are created so compaction drops what was forgotten', async () => {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const { resources } = await admin.describeConfigs({
       includeSynonyms: false,
-      resources: [kept.kafka.topics.tasks, kept.kafka.topics.idempotencyKeys].map((name) => ({
-        type: ConfigResourceTypes.TOPIC,
-        name,
-      })),
+      resources: [kept.kafka.topics.tasks, kept.kafka.topics.subscriptions, kept.kafka.topics.idempotencyKeys].map(
+        (name) => ({
+          type: ConfigResourceTypes.TOPIC,
+          name,
+        }),
+      ),
     });
     for (const r of resources) {
       const config = Object.fromEntries(r.configEntries.map((e) => [e.configName, e.configValue]));

@@ -82,3 +82,22 @@ describe('tracing (OTEL_*)', () => {
     });
   });
 });
+
+describe('callback backoff and names of levels', () => {
+  test('the backoff base may not exceed its cap', () => {
+    const problems = problemsOf({ CALLBACK_BACKOFF_BASE_MS: '60000', CALLBACK_BACKOFF_MAX_MS: '5000' });
+    expect(problems).toEqual(['CALLBACK_BACKOFF_BASE_MS=60000 must not exceed CALLBACK_BACKOFF_MAX_MS=5000']);
+    expect(loadConfig({ CALLBACK_BACKOFF_BASE_MS: '5000', CALLBACK_BACKOFF_MAX_MS: '5000' }).callbacks).toMatchObject({
+      backoffBaseMs: 5000,
+      backoffMaxMs: 5000,
+    });
+  });
+
+  test('LOG_LEVEL and ROLE are read in any case; an unknown one is still refused', () => {
+    const config = loadConfig({ LOG_LEVEL: 'DEBUG', ROLE: 'Bridge' });
+    expect([config.logLevel, config.role]).toEqual(['debug', 'bridge']);
+    expect(problemsOf({ LOG_LEVEL: 'LOUD' })).toEqual([
+      'LOG_LEVEL="LOUD" must be one of fatal, error, warn, info, debug, trace, silent',
+    ]);
+  });
+});

@@ -122,6 +122,24 @@ describe('fields and embedded', () => {
     expect(res.body._embedded.author.id).toBe('u-ada');
   });
 
+  test('next and prev keep the selection, so every page has the representation asked for; self stays the page', async () => {
+    const first = await call(api.app, '/items?limit=2&fields=_links,count,_embedded&embed=items');
+    expect(first.body._links.self.href).toBe('/items?offset=0&limit=2');
+    const next = first.body._links.next.href as string;
+    expect(new URL(next, 'http://x').searchParams.getAll('fields')).toEqual(['_links,count,_embedded']);
+    const second = await call(api.app, next);
+    expect(Object.keys(second.body).sort()).toEqual(['_embedded', '_links', 'count']);
+    expect(second.body.count).toBe(1);
+    const back = new URL(second.body._links.prev.href, 'http://x').searchParams;
+    expect([back.get('offset'), back.get('fields'), back.get('embed')]).toEqual([
+      '0',
+      '_links,count,_embedded',
+      'items',
+    ]);
+    // Without a selection the links are as before.
+    expect((await call(api.app, '/items?limit=2')).body._links.next.href).toBe('/items?offset=2&limit=2');
+  });
+
   test('a list embeds its members by default; fields=_links,count drops them', async () => {
     const full = await call(api.app, '/items');
     expect(full.body._embedded.items).toHaveLength(3);

@@ -3,7 +3,9 @@ import { buildApp } from '../../src/app';
 import { DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
 import { exampleResources, exampleTaskTypes } from '../../src/examples';
 import { IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
-import { createLogger } from '../../src/logger';
+import { createLogger, type Logger } from '../../src/logger';
+import type { Readiness } from '../../src/health/health-routes';
+import type { Metrics } from '../../src/metrics/metrics';
 import { ResourceRegistry } from '../../src/resources/resource-registry';
 import { ResourceStore } from '../../src/resources/resource-store';
 import { seedResources } from '../../src/resources/seed';
@@ -38,6 +40,12 @@ export interface InMemoryApiOptions {
   allowPrivate?: boolean;
   /** how callback host names resolve; the system's resolver by default */
   lookup?: Lookup;
+  /** where the api logs; silent (or TEST_LOG_LEVEL) by default */
+  logger?: Logger;
+  /** the registry GET /metrics serves; without it there is no /metrics */
+  metrics?: Metrics;
+  /** what /health answers; always ready by default */
+  readiness?: Readiness;
 }
 
 /**
@@ -49,7 +57,8 @@ export interface InMemoryApiOptions {
 export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InMemoryApi> {
   const kafka = new FakeKafka();
   // TEST_LOG_LEVEL shows the api's log, as for the integration tests (test-service.ts).
-  const logger = createLogger(loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' }).logLevel);
+  const logger =
+    options.logger ?? createLogger(loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' }).logLevel);
   const timeoutMs = 5000;
   const resourceRegistry = new ResourceRegistry(exampleResources);
   const taskRegistry = new TaskRegistry(exampleTaskTypes);
@@ -73,6 +82,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
     publisher,
     topic: kafka.topics.subscriptions,
     timeoutMs,
+    retentionMs: 3600000,
   });
   const history = await DeliveryHistory.open(kafka);
   const reader = new FakePartitionReader(kafka.publisher);
@@ -87,11 +97,12 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
   };
   const app = await buildApp({
     logger,
+    metrics: options.metrics,
     apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY},tenant-b:${TENANT_B_KEY}` }).apiKeys,
     bodyLimitBytes: 64 * 1024,
     // No idle limit: inject has no socket whose timeout a `Prefer: wait` could lift (the integration tests have one).
     http: { ...DEFAULT_HTTP_LIMITS, idleTimeoutMs: 0 },
-    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+    readiness: options.readiness ?? { kafkaReachable: () => true, viewsCaughtUp: () => true },
     resources: { registry: resourceRegistry, store: resources, idempotency },
     routes: [
       {
@@ -105,7 +116,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
             events: { reader, timeoutMs, heartbeatMs: 60000, logger },
             subscriptionOf: (id) => {
               const s = subscriptions.get(id);
-              return s && subscriptionRepresentation(s, history.of(id));
+              return s && subscriptionRepresentation(s, history.of(id), { expiresAt: subscriptions.expiresAt(s) });
             },
             createdSubscriptionOf: (id) => {
               const s = subscriptions.get(id);

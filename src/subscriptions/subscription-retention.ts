@@ -1,0 +1,73 @@
+import type { Publisher } from '../kafka/types';
+import { startPeriodicSweep, type StopSweeping } from '../lib/periodic-sweep';
+import type { Logger } from '../logger';
+import { sweepIntervalMs } from '../tasks/task-retention';
+import type { DeliveryHistory } from './delivery-attempt';
+import type { SubscriptionStore } from './subscription-store';
+
+/** tombstones per transaction */
+const RECORDS_PER_WRITE = 500;
+
+export interface SubscriptionRetentionDeps {
+  store: SubscriptionStore;
+  history: DeliveryHistory;
+  publisher: Publisher;
+  deliveriesTopic: string;
+  /** whether the api still holds the task (TaskStore.get): a forgotten task's subscription can get nothing more */
+  taskExists: (taskId: string) => boolean;
+  /** TASK_RETENTION_MS: subscriptions and attempts are kept as long as the tasks they are about */
+  retentionMs: number;
+  timeoutMs: number;
+  logger: Logger;
+}
+
+/**
+ * Bounded state for subscriptions and their delivery history, as TaskRetention is for tasks: every api instance
+ * sweeps its views and tombstones cancelled subscriptions a window after they ended, a task's subscription left
+ * active after its task was forgotten, and every delivery attempt a window after it was made. A task with a
+ * `callbackUrl` adds a subscription and its attempts, so without this both topics, and every view of them, grow
+ * with every task for ever. Two instances tombstoning the same key is harmless.
+ */
+export class SubscriptionRetention {
+  private stopSweeping: StopSweeping = () => undefined;
+  private stopped = false;
+  readonly intervalMs: number;
+
+  constructor(private readonly deps: SubscriptionRetentionDeps) {
+    this.intervalMs = sweepIntervalMs(deps.retentionMs);
+  }
+
+  start(): void {
+    this.stopSweeping = startPeriodicSweep({
+      intervalMs: this.intervalMs,
+      sweep: () => this.sweep(),
+      logger: this.deps.logger,
+      failure: 'could not forget expired subscriptions or delivery attempts; trying again next time',
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.stopSweeping();
+  }
+
+  /** One pass; resolves with what it tombstoned. */
+  async sweep(now = Date.now()): Promise<{ subscriptions: number; attempts: number }> {
+    const { store, history, retentionMs } = this.deps;
+    const subscriptions = store.expiredIds(this.deps.taskExists, now);
+    for (let i = 0; i < subscriptions.length && !this.stopped; i += RECORDS_PER_WRITE) {
+      await store.forget(subscriptions.slice(i, i + RECORDS_PER_WRITE));
+    }
+    const attempts = history.expiredKeys(retentionMs, now);
+    for (let i = 0; i < attempts.length && !this.stopped; i += RECORDS_PER_WRITE) {
+      const keys = attempts.slice(i, i + RECORDS_PER_WRITE);
+      const tombstones = keys.map((key) => ({ topic: this.deps.deliveriesTopic, key, value: null }));
+      await this.deps.publisher.publish(tombstones, { timeoutMs: this.deps.timeoutMs });
+    }
+    const forgotten = { subscriptions: subscriptions.length, attempts: attempts.length };
+    if (forgotten.subscriptions + forgotten.attempts > 0) {
+      this.deps.logger.info(forgotten, 'forgot subscriptions and delivery attempts past TASK_RETENTION_MS');
+    }
+    return forgotten;
+  }
+}
