@@ -112,11 +112,14 @@ function selectionQuery(request: FastifyRequest): string {
 /**
  * A page's `next` and `prev` carry the selection of the request, so a client paging with `fields` or `embedded`
  * gets the same representation on every page. `self` stays the page (or resource) itself, as HAL has it: a
- * resource's self is also what a bulk PATCH names.
+ * resource's self is also what a bulk PATCH names. The query is read only for an answer with such links: most
+ * answers are single resources, and this runs on all of them.
  */
-function carrySelection(resource: HalResource, query: string): HalResource {
+function carrySelection(resource: HalResource, request: FastifyRequest): HalResource {
   const links = resource._links;
-  if (!query || !links || !PAGING_RELATIONS.some((rel) => Object.hasOwn(links, rel))) return resource;
+  if (!links || !PAGING_RELATIONS.some((rel) => Object.hasOwn(links, rel))) return resource;
+  const query = selectionQuery(request);
+  if (!query) return resource;
   const carried: Links = { ...links };
   for (const rel of PAGING_RELATIONS) {
     const l = links[rel];
@@ -131,7 +134,7 @@ export const selectionPlugin = fp(
   async (app: FastifyInstance) => {
     app.addHook('preSerialization', (request, reply, payload, done) => {
       if (reply.statusCode >= 300 || !isHal(payload)) return done(null, payload);
-      done(null, applySelection(carrySelection(payload, selectionQuery(request)), selectionOf(request)));
+      done(null, applySelection(carrySelection(payload, request), selectionOf(request)));
     });
   },
   { name: 'hookstream-selection' },

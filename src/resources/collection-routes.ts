@@ -3,7 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody } from '../http/bulk';
 import { halResource, link, type HalResource } from '../http/hal';
 import { idempotently } from '../http/idempotency';
-import { evaluateIfMatch } from '../http/if-match';
+import { evaluatePreconditions } from '../http/preconditions';
 import { mergePatch } from '../http/merge-patch';
 import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
@@ -123,14 +123,24 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
   });
 
   app.patch(path, bodyRoute(schemas.updateMany), async (request) => {
-    evaluateIfMatch(request);
+    evaluatePreconditions(request);
     const atomic = atomicRequested(request);
     const planned: Planned[] = [];
     const failures: ProblemDetail[] = [];
+    // One element per resource: two would leave the answer listing a state that was overwritten in the same write.
+    const first = new Map<string, number>();
     bulkElements(request.body, decl.name).forEach((element, index) => {
       const outcome = planUpdate(element, index, ownBases(request, deps.publicUrl));
+      const id = 'failure' in outcome ? undefined : outcome.write.id;
+      const earlier = id === undefined ? undefined : first.get(id);
       if ('failure' in outcome) failures.push(outcome.failure);
-      else planned.push(outcome);
+      else if (earlier !== undefined) {
+        const detail = `Element ${index} names the same ${decl.name} as element ${earlier}; send one per ${decl.name}.`;
+        failures.push(elementProblem(decl.collection, index, 400, detail));
+      } else {
+        if (id !== undefined) first.set(id, index);
+        planned.push(outcome);
+      }
     });
     return commit(atomic, planned, failures, { trace: request.trace });
   });

@@ -1,10 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
-import { evaluateIfMatch } from '../http/if-match';
+import { evaluatePreconditions } from '../http/preconditions';
 import { mergePatch } from '../http/merge-patch';
 import { ProblemError } from '../problems/problem-error';
 import { requireObjectBody } from '../problems/validation';
 import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
+import { inputFromRepresentation } from './representation-input';
 import { prepareInput, resolveRelations } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
@@ -26,9 +27,19 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
 
   // Spec: PUT never creates and never updates partially; a missing field is a 400 like any invalid value.
   // The body's schema is the resource's own: after the 404, Fastify's verdict is the answer, then the relations.
-  app.put<IdParams>(path, { schema: schemas.replace, ...REPORTS_BODY_ERRORS }, async (request) => {
+  // What GET answered, changed and sent back, is a full representation too (representation-input.ts).
+  const fromRepresentation = async (request: FastifyRequest<IdParams>) => {
+    findOr404(store, resource, request.params.id);
+    evaluatePreconditions(request);
+    const { body, errors } = inputFromRepresentation(decl, request.body, request.params.id);
+    if (errors.length > 0)
+      throw new ProblemError('validation-failed', `The body names another ${decl.name} than the path.`, { errors });
+    request.body = body;
+  };
+  const replaceOptions = { schema: schemas.replace, preValidation: fromRepresentation, ...REPORTS_BODY_ERRORS };
+  app.put<IdParams>(path, replaceOptions, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
-    evaluateIfMatch(request);
+    evaluatePreconditions(request);
     const errors = bodyErrors(request);
     const prepared =
       errors.length > 0
@@ -48,7 +59,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   // What a merge patch may hold is judged on the merged result, which the handler validates (and explains).
   app.patch<IdParams>(path, { schema: schemas.patch, ...REPORTS_BODY_ERRORS }, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
-    evaluateIfMatch(request);
+    evaluatePreconditions(request);
     const patch = requireObjectBody(request.body);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
     if (!prepared.ok)
@@ -64,7 +75,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
 
   app.delete<IdParams>(path, { schema: schemas.remove }, async (request, reply) => {
     const existing = findOr404(store, resource, request.params.id);
-    evaluateIfMatch(request);
+    evaluatePreconditions(request);
     await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }], {
       trace: request.trace,
     });

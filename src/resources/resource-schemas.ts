@@ -199,7 +199,10 @@ export function resourceRouteSchemas(decl: ResourceDeclaration) {
       tags,
       summary: `Replace a ${decl.name}`,
       operationId: `replace${id}`,
-      description: 'Full replacement of an existing resource: PUT never creates, and a partial body is a 400.',
+      description:
+        'Full replacement of an existing resource: PUT never creates, and a partial body is a 400. The body may ' +
+        'also be the representation GET gave, changed: its `_links` give the relations, and `createdAt`, ' +
+        '`updatedAt` and `_embedded` are ignored; an `id` or `_links.self` naming another resource is a 400.',
       params,
       body: { ...inputSchema(decl), ...inputExample(decl) },
       response: { 200: halResponse(`The ${decl.name} as replaced`, ref(id)), 404: notFound },

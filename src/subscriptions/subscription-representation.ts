@@ -12,6 +12,8 @@ export interface RepresentationExtras {
   secret?: boolean;
   /** when a cancelled subscription is forgotten (SubscriptionStore.expiresAt), ms since epoch */
   expiresAt?: number;
+  /** a task subscription's task, embedded on request (`embedded=task`) */
+  task?: () => HalResource | undefined;
 }
 
 /** The subscription resource; the secret is shown once, in the 201 that creates it. */
@@ -51,6 +53,7 @@ export function subscriptionRepresentation(
       ...(extras.expiresAt !== undefined ? { expiresAt: new Date(extras.expiresAt).toISOString() } : {}),
     },
     links,
+    s.taskId && extras.task ? { task: extras.task } : undefined,
   );
 }
 

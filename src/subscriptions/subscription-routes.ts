@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { tenantOf } from '../http/auth';
-import { evaluateIfMatch } from '../http/if-match';
+import { evaluatePreconditions } from '../http/preconditions';
 import { halResource, link } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
@@ -10,6 +10,7 @@ import { pageLinks, type PageQuery } from '../http/paging';
 import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import type { TaskSubscriber } from '../tasks/task-routes';
+import { taskRepresentation } from '../tasks/task-representation';
 import type { TaskStore } from '../tasks/task-store';
 import { checkCallbackUrl, type Lookup } from './callback-url-policy';
 import type { DeliveryHistory } from './delivery-attempt';
@@ -86,8 +87,17 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     return s;
   }
 
+  // The task embeds without its own subscription (this one): a link back is enough.
+  const taskOf = (s: Subscription) => () => {
+    const t = s.taskId === undefined ? undefined : deps.tasks.get(s.taskId);
+    if (!t || t.tenant !== s.tenant) return undefined;
+    return taskRepresentation(t, {
+      cancelRequested: deps.tasks.cancelRequested(t.taskId),
+      retentionMs: deps.tasks.retentionMs,
+    });
+  };
   const representation = (s: Subscription) =>
-    subscriptionRepresentation(s, history.of(s.id), { expiresAt: store.expiresAt(s) });
+    subscriptionRepresentation(s, history.of(s.id), { expiresAt: store.expiresAt(s), task: taskOf(s) });
 
   app.post('/subscriptions', { schema: schemas.create, ...REPORTS_BODY_ERRORS }, async (request, reply) => {
     const errors = bodyErrors(request);
@@ -171,7 +181,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
   const cancelOptions = { schema: schemas.cancel, ...REPORTS_BODY_ERRORS };
   app.put<IdParams>('/subscriptions/:id', cancelOptions, async (request, reply) => {
     const s = own(tenantOf(request), request.params.id);
-    evaluateIfMatch(request);
+    evaluatePreconditions(request);
     // The schema allows any object (or none), so what it finds is a body that is no JSON object: the usual 400.
     bodyErrors(request);
     if (request.body !== undefined && request.body !== null) {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { v4 as uuidv4 } from 'uuid';
 import { linkedAbort } from '../lib/linked-abort';
 import { tenantOf } from '../http/auth';
-import { evaluateIfMatch } from '../http/if-match';
+import { evaluatePreconditions } from '../http/preconditions';
 import { halResource, link, type HalResource } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
@@ -232,7 +232,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   const cancelOptions = { schema: schemas.cancel, ...REPORTS_BODY_ERRORS };
   app.patch<TaskParams>('/tasks/:taskId', cancelOptions, async (request, reply) => {
     const task = ownTask(tenantOf(request), request.params.taskId);
-    evaluateIfMatch(request);
+    evaluatePreconditions(request);
     const errors = bodyErrors(request);
     if (errors.length > 0)
       throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', {
@@ -252,7 +252,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   // Forgetting is for finished tasks; a running one is cancelled first (PATCH). A repeat is 404: it is gone.
   app.delete<TaskParams>('/tasks/:taskId', { schema: schemas.forget }, async (request, reply) => {
     const task = ownTask(tenantOf(request), request.params.taskId);
-    evaluateIfMatch(request);
+    evaluatePreconditions(request);
     if (!isFinal(task.status)) {
       throw new ProblemError(
         'task-not-finished',

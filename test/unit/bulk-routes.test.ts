@@ -67,6 +67,25 @@ describe('bulk update (PATCH /orders)', () => {
     return res.body._embedded.orders;
   }
 
+  test('two elements naming one resource: 400 for the later one, nothing written; non-atomic keeps the first', async () => {
+    const [a] = await created(45);
+    const twice = {
+      order: [
+        { _links: a._links, status: 'dupA' },
+        { _links: a._links, status: 'dupB' },
+      ],
+    };
+    const res = await call(api.app, '/orders', { method: 'PATCH', body: twice });
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(problemType('bulk-failed'));
+    expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/orders/1', status: 400 })]);
+    expect(res.body.errors[0].detail).toMatch(/same order as element 0/);
+    expect((await call(api.app, a._links.self.href)).body.status).toBe('open');
+    const partly = await call(api.app, '/orders?atomic=false', { method: 'PATCH', body: twice });
+    expect(partly.body.processed._embedded.orders.map((o: { status: string }) => o.status)).toEqual(['dupA']);
+    expect((await call(api.app, a._links.self.href)).body.status).toBe('dupA');
+  });
+
   test('every listed resource is merge-patched, all in one write', async () => {
     const [a, b] = await created(40, 41);
     const res = await call(api.app, '/orders', {

@@ -364,6 +364,26 @@ describe('If-Match (RFC 9110 §13.1.1): no entity tag is issued, so only * can m
     expect((await call(api.app, `/orders/${id}`)).body.status).not.toBe('packed');
   });
 
+  test('If-None-Match: * on PUT, PATCH or DELETE of an existing resource is 412; a list of tags goes on', async () => {
+    const id = await createOrder();
+    const before = api.kafka.publisher.published.length;
+    for (const method of ['PUT', 'PATCH', 'DELETE'] as const) {
+      const body = method === 'DELETE' ? undefined : { ...newOrder, status: 'packed' };
+      const res = await call(api.app, `/orders/${id}`, { method, body, headers: { 'if-none-match': '*' } });
+      expect([method, res.status, res.body.type]).toEqual([method, 412, problemType('precondition-failed')]);
+    }
+    expect(api.kafka.publisher.published.length).toBe(before);
+    const tags = { 'if-none-match': '"v1", W/"v2"' };
+    const patched = await call(api.app, `/orders/${id}`, {
+      method: 'PATCH',
+      body: { status: 'packed' },
+      headers: tags,
+    });
+    expect([patched.status, patched.body.status]).toEqual([200, 'packed']);
+    const missing = { method: 'DELETE' as const, headers: { 'if-none-match': '*' } };
+    expect((await call(api.app, '/orders/no-such-order', missing)).status).toBe(404);
+  });
+
   test('If-Match: * matches a resource that exists; a missing one is still 404', async () => {
     const id = await createOrder();
     const star = { 'if-match': '*' };
@@ -454,6 +474,34 @@ describe('methods', () => {
     const twice = await call(api.app, `/orders/${id}`, { method: 'PUT', body: replacement });
     const strip = (b: Record<string, unknown>) => ({ ...b, updatedAt: undefined });
     expect(strip(twice.body)).toEqual(strip(once.body));
+  });
+
+  test('PUT takes back what GET gave, changed: relations from _links, server fields ignored', async () => {
+    const id = await createOrder();
+    const got = (await call(api.app, `/orders/${id}?embedded=author`)).body;
+    const res = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...got, status: 'packed' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id, status: 'packed', orderNumber: 7, createdAt: got.createdAt });
+    expect(res.body._links.author).toEqual({ href: '/users/u-ada' });
+    expect(res.body._links.items).toEqual([{ href: '/items/i-widget' }]);
+    // A relation given as a field wins over the link that came with the representation.
+    const moved = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...got, author: 'u-grace' } });
+    expect([moved.status, moved.body._links.author]).toEqual([200, { href: '/users/u-grace' }]);
+  });
+
+  test('PUT of a representation naming another resource is 400 and changes nothing', async () => {
+    const id = await createOrder();
+    const other = await createOrder({ ...newOrder, orderNumber: 71 });
+    const got = (await call(api.app, `/orders/${other}`)).body;
+    const byId = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...got, _links: undefined } });
+    expect(byId.status).toBe(400);
+    expect(byId.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/id']);
+    const bySelf = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...got, id } });
+    expect(bySelf.status).toBe(400);
+    expect(bySelf.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/_links/self/href']);
+    expect((await call(api.app, `/orders/${id}`)).body.orderNumber).toBe(7);
+    // The 404 of a missing resource comes first, as without the body.
+    expect((await call(api.app, '/orders/no-such-order', { method: 'PUT', body: got })).status).toBe(404);
   });
 
   test('PUT with a partial body is 400 and changes nothing; PUT never creates (404)', async () => {

@@ -140,6 +140,18 @@ describe('reading and cancelling', () => {
     expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
   });
 
+  test('a task subscription embeds its task on request; an event-kind one has no task to embed', async () => {
+    const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
+    const { taskId } = task.body;
+    const sub = await subscribe({ callbackUrl: subscription.callbackUrl, mode: 'once', taskId });
+    const res = await call(tolerant.app, `/subscriptions/${sub.UUID}?embedded=task&fields=_embedded`);
+    expect(res.status).toBe(200);
+    expect(res.body._embedded.task).toMatchObject({ taskId, _links: { self: { href: `/tasks/${taskId}` } } });
+    expect((await call(tolerant.app, `/subscriptions/${sub.UUID}`)).body._embedded).toBeUndefined();
+    const kinds = await subscribe();
+    expect((await call(tolerant.app, `/subscriptions/${kinds.UUID}?embedded=task`)).body._embedded).toBeUndefined();
+  });
+
   test("GET /subscriptions lists the caller's own, oldest first, paged", async () => {
     const first = await subscribe(subscription, TENANT_B_KEY);
     const second = await subscribe(subscription, TENANT_B_KEY);
