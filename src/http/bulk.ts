@@ -47,7 +47,9 @@ export function atomicRequested(request: FastifyRequest): boolean {
   if (value === undefined || value === 'true') return true;
   if (value === 'false') return false;
   throw new ProblemError('validation-failed', 'atomic is true or false.', {
-    errors: [problem('invalid-field', '/atomic must be true or false', { instance: '/querystring/atomic' })],
+    errors: [
+      problem('invalid-field', '/querystring/atomic must be true or false', { instance: '/querystring/atomic' }),
+    ],
   });
 }
 

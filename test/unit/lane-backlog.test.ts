@@ -114,23 +114,29 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     await agent.close();
   });
 
-  test('a backlog ends when its subscription does, with no record left to read to tell it: no cursor, no hold, no lag', async () => {
-    const { publisher, view, cursors, bridge, agent, down, signal } = setup(2);
-    view.set('dead', orderSubscription('dead'));
-    down.add('dead');
-    const holds = new FakeCommitHolds();
-    const records = await orderEvents(publisher, { count: 10 });
-    records.forEach((r) => void bridge.onEvent(r, signal, holds.holdCommit).catch(() => undefined));
-    await until(async () => (cursorOf(cursors, 'dead') ? true : undefined), 5000, 5);
-    const lag = () => bridge.backlogs().filter((b) => b.subscription === 'dead');
-    expect(lag().length).toBe(1);
-    // Cancelled while its endpoint is still down, and no event comes after: only the cancel can end the backlog.
-    view.set('dead', { ...orderSubscription('dead'), status: 'cancelled', cancelReason: 'requested' });
-    await until(async () => (lag().length === 0 ? true : undefined), 5000, 5);
-    await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 5000, 20);
-    await until(async () => (holds.lowest === undefined ? true : undefined), 5000, 5);
-    await agent.close();
-  });
+  test.each([
+    ['cancelled', { ...orderSubscription('dead'), status: 'cancelled' as const, cancelReason: 'requested' as const }],
+    ['forgotten (tombstoned by the retention sweep)', undefined],
+  ])(
+    'a backlog ends when its subscription is %s, with no record left to tell it: no cursor, no hold, no lag',
+    async (_how, ended) => {
+      const { publisher, view, cursors, bridge, agent, down, signal } = setup(2);
+      view.set('dead', orderSubscription('dead'));
+      down.add('dead');
+      const holds = new FakeCommitHolds();
+      const records = await orderEvents(publisher, { count: 10 });
+      records.forEach((r) => void bridge.onEvent(r, signal, holds.holdCommit).catch(() => undefined));
+      await until(async () => (cursorOf(cursors, 'dead') ? true : undefined), 5000, 5);
+      const lag = () => bridge.backlogs().filter((b) => b.subscription === 'dead');
+      expect(lag().length).toBe(1);
+      // Cancelled while its endpoint is still down, and no event comes after: only the cancel can end the backlog.
+      view.set('dead', ended);
+      await until(async () => (lag().length === 0 ? true : undefined), 5000, 5);
+      await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 5000, 20);
+      await until(async () => (holds.lowest === undefined ? true : undefined), 5000, 5);
+      await agent.close();
+    },
+  );
 
   test('a backlog that finishes lets go of the partition: backlog after backlog, the hand-back signal holds none', async () => {
     const { publisher, view, reader, bridge, agent, accepted, signal } = setup(3, 2);
