@@ -48,7 +48,10 @@ export const subscriptionSchema = halSchema({
     counts: {
       type: 'object',
       properties: Object.fromEntries(
-        ['attempts', 'delivered', 'failed', 'deadLettered', 'refused'].map((c) => [c, { type: 'integer', minimum: 0 }]),
+        ['attempts', 'delivered', 'failed', 'deadLettered', 'refused', 'gone'].map((c) => [
+          c,
+          { type: 'integer', minimum: 0 },
+        ]),
       ),
       additionalProperties: false,
     },

@@ -163,6 +163,32 @@ describe('reading and cancelling', () => {
     expect(res.body._links.next.href).toBe('/subscriptions?offset=1&limit=1');
   });
 
+  test('the counts tell the outcomes apart: a 403 is refused, a 410 gone', async () => {
+    const { UUID } = await subscribe();
+    const outcomes = [
+      ['failed', 500],
+      ['delivered', 204],
+      ['refused', 403],
+      ['gone', 410],
+    ] as const;
+    const records = outcomes.map(([outcome, statusCode], i) => {
+      const a = {
+        subscriptionId: UUID,
+        webhookId: `msg_${i}`,
+        event: 'task.succeeded',
+        attempt: 1,
+        outcome,
+        statusCode,
+      };
+      const value = JSON.stringify({ ...a, at: new Date(Date.now() + i).toISOString(), latencyMs: 1 });
+      return { topic: tolerant.kafka.topics.deliveries, key: `${UUID}/msg_${i}/1`, value };
+    });
+    await tolerant.kafka.publisher.publish(records);
+    const res = await call(tolerant.app, `/subscriptions/${UUID}`);
+    expect(res.body.counts).toEqual({ attempts: 4, delivered: 1, failed: 1, deadLettered: 0, refused: 1, gone: 1 });
+    expect(res.body.lastDelivery).toMatchObject({ outcome: 'gone', statusCode: 410 });
+  });
+
   test('the delivery history is paged and starts empty', async () => {
     const { UUID } = await subscribe();
     const res = await call(tolerant.app, `/subscriptions/${UUID}/deliveries`);
