@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { evaluatePreconditions } from '../http/preconditions';
 import { mergePatch } from '../http/merge-patch';
+import { ownBases } from '../http/own-href';
 import { ProblemError } from '../problems/problem-error';
 import { requireObjectBody } from '../problems/validation';
 import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
@@ -31,9 +32,12 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   const fromRepresentation = async (request: FastifyRequest<IdParams>) => {
     findOr404(store, resource, request.params.id);
     evaluatePreconditions(request);
-    const { body, errors } = inputFromRepresentation(decl, request.body, request.params.id);
+    const bases = ownBases(request, deps.publicUrl);
+    const { body, errors } = inputFromRepresentation(decl, request.body, request.params.id, bases);
     if (errors.length > 0)
-      throw new ProblemError('validation-failed', `The body names another ${decl.name} than the path.`, { errors });
+      throw new ProblemError('validation-failed', `The body is not a ${decl.name} to replace this one with.`, {
+        errors,
+      });
     request.body = body;
   };
   const replaceOptions = { schema: schemas.replace, preValidation: fromRepresentation, ...REPORTS_BODY_ERRORS };

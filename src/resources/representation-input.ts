@@ -1,3 +1,4 @@
+import { ownPath } from '../http/own-href';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
 import type { ResourceDeclaration } from './resource-declaration';
 
@@ -8,51 +9,51 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function hrefOf(value: unknown): unknown {
-  return isObject(value) ? value.href : undefined;
+/** The path a link object names, when it is one of ours (relative, or absolute on one of `bases`). */
+function linkPath(value: unknown, bases: readonly string[]): string | undefined {
+  return isObject(value) && typeof value.href === 'string' ? ownPath(value.href, bases) : undefined;
 }
 
 /**
  * A PUT body as the client's own input form. A client may send back what GET gave it, with changes (the usual
  * read-modify-write): its `_links` then give the relations (`_links.author.href` for `author`), and what only the
  * server sets (`createdAt`, `updatedAt`, `_embedded`) is dropped. An `id` or a `_links.self` naming another
- * resource than the path is an error, never ignored: the client meant another resource. A body that is not such a
- * representation (no `_links`, no `id`) is left as it is, for the schema to judge.
+ * resource than the path is an error, never ignored: the client meant another resource. So is a relation link that
+ * is not a link of ours: dropping it would remove the relation. A body with neither `_links` nor `id` is left as it
+ * is, for the schema to judge. `bases`: where an absolute href of ours may start (own-href.ts).
  */
 export function inputFromRepresentation(
   decl: ResourceDeclaration,
   body: unknown,
   id: string,
+  bases: readonly string[],
 ): { body: unknown; errors: ProblemDetail[] } {
-  if (!isObject(body)) return { body, errors: [] };
+  if (!isObject(body) || !(Object.hasOwn(body, '_links') || Object.hasOwn(body, 'id'))) return { body, errors: [] };
   const errors: ProblemDetail[] = [];
   const input: Record<string, unknown> = { ...body };
-  if (Object.hasOwn(input, 'id')) {
-    if (input.id !== id)
-      errors.push(mismatch('/id', `is ${JSON.stringify(input.id)}, not the ${decl.name} in the path`));
-    delete input.id;
+  for (const field of ['id', '_links', ...SERVER_FIELDS])
+    if (!Object.hasOwn(decl.properties, field)) delete input[field];
+  if (Object.hasOwn(body, 'id') && body.id !== id) {
+    errors.push(invalid('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
   }
-  if (Object.hasOwn(input, '_links')) {
-    const links = input._links;
-    delete input._links;
-    if (isObject(links)) {
-      const self = hrefOf(links.self);
-      if (self !== undefined && self !== `/${decl.collection}/${id}`) {
-        errors.push(mismatch('/_links/self/href', `names ${JSON.stringify(self)}, not the ${decl.name} in the path`));
-      }
-      for (const [rel, r] of Object.entries(decl.relations)) {
-        if (input[rel] !== undefined || links[rel] === undefined) continue;
-        const given = links[rel];
-        input[rel] = r.many && Array.isArray(given) ? given.map(hrefOf) : hrefOf(given);
-      }
-    }
+  const links = body._links;
+  if (links === undefined) return { body: input, errors };
+  if (!isObject(links)) return { body: input, errors: [...errors, invalid('/_links', 'must be an object of links')] };
+  if (links.self !== undefined && linkPath(links.self, bases) !== `/${decl.collection}/${id}`) {
+    errors.push(invalid('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
   }
-  if (Object.hasOwn(body, '_links') || Object.hasOwn(body, 'id')) {
-    for (const field of SERVER_FIELDS) if (!Object.hasOwn(decl.properties, field)) delete input[field];
+  for (const [rel, r] of Object.entries(decl.relations)) {
+    const given = links[rel];
+    if (input[rel] !== undefined || given === undefined) continue;
+    const pointer = `/_links/${rel}`;
+    const paths = r.many && Array.isArray(given) ? given.map((l) => linkPath(l, bases)) : [linkPath(given, bases)];
+    if (r.many !== Array.isArray(given) || paths.some((p) => p === undefined)) {
+      errors.push(invalid(pointer, `must be ${r.many ? 'an array of links' : 'a link'} to /${r.collection}/<id>`));
+    } else input[rel] = r.many ? paths : paths[0];
   }
   return { body: input, errors };
 }
 
-function mismatch(pointer: string, what: string): ProblemDetail {
+function invalid(pointer: string, what: string): ProblemDetail {
   return problem('invalid-field', `${pointer} ${what}`, { instance: pointer });
 }

@@ -500,6 +500,29 @@ describe('methods', () => {
     expect(bySelf.status).toBe(400);
     expect(bySelf.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/_links/self/href']);
     expect((await call(api.app, `/orders/${id}`)).body.orderNumber).toBe(7);
+    // Links that are no links of ours are refused, never dropped (dropping one would remove the relation).
+    const bad = [
+      [{ ...got, id, _links: 'x' }, '/_links'],
+      [{ ...got, id, _links: { author: { href: 'https://elsewhere.example/users/u-ada' } } }, '/_links/author'],
+      [{ ...got, id, _links: { items: { href: '/items/i-widget' } } }, '/_links/items'],
+      [{ ...got, id, _links: { items: [null] } }, '/_links/items'],
+      [{ ...got, id, _links: { author: [{ href: '/users/u-ada' }] } }, '/_links/author'],
+    ] as const;
+    for (const [body, pointer] of bad) {
+      const res = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...body, author: undefined } });
+      expect([pointer, res.status, res.body.errors?.map((e: { instance: string }) => e.instance)]).toEqual([
+        pointer,
+        400,
+        [pointer],
+      ]);
+    }
+    const absolute = { ...got, id, _links: { author: { href: 'http://localhost:80/users/u-grace' } } };
+    const put = await call(api.app, `/orders/${id}`, {
+      method: 'PUT',
+      body: absolute,
+      headers: { host: 'localhost:80' },
+    });
+    expect([put.status, put.body._links?.author]).toEqual([200, { href: '/users/u-grace' }]);
     // The 404 of a missing resource comes first, as without the body.
     expect((await call(api.app, '/orders/no-such-order', { method: 'PUT', body: got })).status).toBe(404);
   });
