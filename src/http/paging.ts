@@ -1,4 +1,4 @@
-import { link, type Links } from './hal';
+import { link, type Link, type Links } from './hal';
 
 export interface PageQuery {
   offset: number;
@@ -16,9 +16,26 @@ export const pageQuerySchema = {
   },
 } as const;
 
+const PAGE_LINK = Symbol('hookstream.pageLink');
+
+/**
+ * A link to another page of the same list (`next`, `prev`): the selection plugin adds the request's `fields` and
+ * `embedded` to these, and to no other link, whatever its relation is called.
+ */
+export function pageLink(href: string): Link {
+  const l = link(href);
+  Object.defineProperty(l, PAGE_LINK, { value: true, enumerable: false });
+  return l;
+}
+
+export function isPageLink(l: unknown): l is Link {
+  return typeof l === 'object' && l !== null && Object.hasOwn(l, PAGE_LINK);
+}
+
 export function pageLinks(path: string, offset: number, limit: number, total: number, extraQuery = ''): Links {
-  const at = (o: number) => link(`${path}?${extraQuery}offset=${o}&limit=${limit}`);
-  const links: Links = { self: at(offset) };
+  const href = (o: number) => `${path}?${extraQuery}offset=${o}&limit=${limit}`;
+  const at = (o: number) => pageLink(href(o));
+  const links: Links = { self: link(href(offset)) };
   if (offset + limit < total) links.next = at(offset + limit);
   if (offset > 0) links.prev = at(Math.max(0, offset - limit));
   return links;

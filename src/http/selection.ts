@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { DEFAULT_EMBEDDED, embedResolver, isHal, type Hal, type HalResource, type Links } from './hal';
+import { isPageLink } from './paging';
 
 /** A flat comma list; empty names are dropped, so `fields=` selects nothing. */
 function list(value: unknown): string[] | undefined {
@@ -95,8 +96,6 @@ function toPlain(resource: HalResource): Hal {
 }
 
 const SELECTION_PARAMS = ['fields', 'embedded', 'embed'];
-/** the links that page through the same list: following one keeps the representation the client asked for */
-const PAGING_RELATIONS = ['next', 'prev', 'first', 'last'];
 
 /** The request's own `fields`/`embedded`/`embed` parameters, encoded as it sent them; '' when it sent none. */
 function selectionQuery(request: FastifyRequest): string {
@@ -110,24 +109,27 @@ function selectionQuery(request: FastifyRequest): string {
 }
 
 /**
- * A page's `next` and `prev` carry the selection of the request, so a client paging with `fields` or `embedded`
- * gets the same representation on every page. `self` stays the page (or resource) itself, as HAL has it: a
- * resource's self is also what a bulk PATCH names. The query is read only for an answer with such links: most
- * answers are single resources, and this runs on all of them.
+ * A page's `next` and `prev` (links made by pageLink) carry the selection of the request, so a client paging with
+ * `fields` or `embedded` gets the same representation on every page. `self` stays the page (or resource) itself,
+ * as HAL has it. The answer is a copy with new links: the resource given may be one a route keeps.
  */
 function carrySelection(resource: HalResource, request: FastifyRequest): HalResource {
   const links = resource._links;
-  if (!links || !PAGING_RELATIONS.some((rel) => Object.hasOwn(links, rel))) return resource;
-  const query = selectionQuery(request);
-  if (!query) return resource;
-  const carried: Links = { ...links };
-  for (const rel of PAGING_RELATIONS) {
-    const l = links[rel];
-    if (l && !Array.isArray(l)) carried[rel] = { ...l, href: `${l.href}${l.href.includes('?') ? '&' : '?'}${query}` };
+  if (!links) return resource;
+  let carried: Links | undefined;
+  let query: string | undefined;
+  for (const [rel, l] of Object.entries(links)) {
+    if (!isPageLink(l)) continue;
+    query ??= selectionQuery(request);
+    if (!query) return resource;
+    carried ??= { ...links };
+    carried[rel] = { href: `${l.href}${l.href.includes('?') ? '&' : '?'}${query}` };
   }
-  // A page is made per request, never cached, so it is changed in place: a copy would lose its hidden keys.
-  resource._links = carried;
-  return resource;
+  if (!carried) return resource;
+  // Every own property, hidden ones (its embeddable relations) included, with the new links.
+  const copy = Object.defineProperties({}, Object.getOwnPropertyDescriptors(resource)) as HalResource;
+  copy._links = carried;
+  return copy;
 }
 
 export const selectionPlugin = fp(

@@ -202,6 +202,7 @@ export class IdempotencyKeys {
 
   /** Tombstones answers older than 24 h and claims long expired, every intervalMs; writing one twice is harmless. */
   startSweeping(intervalMs = 60000): void {
+    this.stopSweeping();
     this.stopSweeping = startPeriodicSweep({
       intervalMs,
       sweep: () => this.sweep(),

@@ -69,6 +69,10 @@ export class KafkaStateView<T> implements StateView<T> {
     return this.state.values();
   }
 
+  entries(): IterableIterator<[string, T]> {
+    return this.state.entries();
+  }
+
   onChange(listener: (key: string, value: T | undefined) => void): void {
     this.listeners.push(listener);
   }

@@ -41,7 +41,8 @@ export function topicNames(prefix: string): Topics {
 }
 
 const COMPACTED = ['resources', 'tasks', 'subscriptions', 'idempotencyKeys', 'callbackBacklogs'] as const;
-const WEEK_MS = String(7 * 24 * 3600 * 1000);
+/** how long the log topics (task events, domain events, deliveries) keep records, for topics this service creates */
+export const LOG_RETENTION_MS = 7 * 24 * 3600 * 1000;
 const DAY_MS = String(24 * 3600 * 1000);
 
 /*
@@ -73,7 +74,7 @@ export function topicConfigs(topics: Topics, partitions: number, replicationFact
             { name: 'min.compaction.lag.ms', value: '60000' },
             ...(FORGETTING.includes(name) ? FORGETTING_CONFIG : []),
           ]
-        : [{ name: 'retention.ms', value: WEEK_MS }],
+        : [{ name: 'retention.ms', value: String(LOG_RETENTION_MS) }],
     };
   });
 }

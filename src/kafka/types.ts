@@ -111,6 +111,8 @@ export interface FencingPublisher extends Publisher {
 export interface StateView<T> {
   get(key: string): T | undefined;
   values(): IterableIterator<T>;
+  /** key and value: for a writer that tombstones keys it finds by their values */
+  entries(): IterableIterator<[string, T]>;
   readonly size: number;
   /** true once everything committed before the view started has been applied */
   readonly caughtUp: boolean;

@@ -23,8 +23,9 @@ export function startPeriodicSweep(options: PeriodicSweepOptions): StopSweeping 
   const schedule = (delayMs: number) => {
     if (stopped) return;
     timer = setTimeout(() => {
-      options
-        .sweep()
+      // Through a promise, so a sweep that throws at once is logged like one that rejects, and the next is kept.
+      Promise.resolve()
+        .then(options.sweep)
         .catch((err: unknown) => options.logger.warn({ err }, options.failure))
         .finally(() => schedule(options.intervalMs));
     }, delayMs);

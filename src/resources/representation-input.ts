@@ -47,7 +47,8 @@ export function inputFromRepresentation(
     if (input[rel] !== undefined || given === undefined) continue;
     const pointer = `/_links/${rel}`;
     const paths = r.many && Array.isArray(given) ? given.map((l) => linkPath(l, bases)) : [linkPath(given, bases)];
-    if (r.many !== Array.isArray(given) || paths.some((p) => p === undefined)) {
+    const inCollection = (p: string | undefined) => p !== undefined && p.startsWith(`/${r.collection}/`);
+    if (r.many !== Array.isArray(given) || !paths.every(inCollection)) {
       errors.push(invalid(pointer, `must be ${r.many ? 'an array of links' : 'a link'} to /${r.collection}/<id>`));
     } else input[rel] = r.many ? paths : paths[0];
   }

@@ -21,13 +21,6 @@ export interface DeliveryAttempt {
 export const attemptKey = (a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt'>) =>
   `${a.subscriptionId}/${a.webhookId}/${a.attempt}`;
 
-/** The key's parts; a tombstone carries no value to read them from. */
-function parseAttemptKey(key: string): { subscriptionId: string; webhookId: string; attempt: number } | undefined {
-  const parts = key.split('/');
-  if (parts.length !== 3) return undefined;
-  return { subscriptionId: parts[0], webhookId: parts[1], attempt: Number(parts[2]) };
-}
-
 export function decodeDeliveryAttempt(value: string): DeliveryAttempt {
   const a = JSON.parse(value) as DeliveryAttempt;
   if (typeof a?.subscriptionId !== 'string') throw new Error('not a delivery attempt');
@@ -36,11 +29,19 @@ export function decodeDeliveryAttempt(value: string): DeliveryAttempt {
 
 export const DELIVERIES_VIEW: ViewSpec<DeliveryAttempt> = { topic: 'deliveries', decode: decodeDeliveryAttempt };
 
-const KEEP = 500;
+/** attempts of a subscription kept in the history; the sweep tombstones older ones (subscription-retention.ts) */
+export const KEEP_ATTEMPTS = 500;
 
-/** Each subscription's most recent attempts, indexed from the deliveries view. */
+/**
+ * Each subscription's most recent attempts, indexed from the deliveries view. The view holds every attempt not yet
+ * tombstoned; `expiredKeys` names those the index no longer holds or that are past the window, so the retention
+ * sweep keeps the view (and this process's memory) to the last KEEP_ATTEMPTS of each subscription, within the window.
+ */
 export class DeliveryHistory {
   private readonly bySubscription = new Map<string, DeliveryAttempt[]>();
+  /** view key → the attempt the index holds for it */
+  private readonly indexed = new Map<string, DeliveryAttempt>();
+  private readonly keyOf = new WeakMap<DeliveryAttempt, string>();
 
   /** The history on this process's view of the deliveries topic. */
   static async open(views: ViewSource): Promise<DeliveryHistory> {
@@ -48,10 +49,10 @@ export class DeliveryHistory {
   }
 
   constructor(private readonly view: StateView<DeliveryAttempt>) {
-    for (const a of view.values()) this.add(a);
+    for (const [key, a] of view.entries()) this.add(key, a);
     view.onChange((key, a) => {
-      if (a) this.add(a);
-      else this.remove(key);
+      this.remove(key);
+      if (a) this.add(key, a);
     });
   }
 
@@ -60,12 +61,16 @@ export class DeliveryHistory {
   }
 
   /**
-   * The keys of attempts made a window ago or earlier, from the whole view: the index keeps a subscription's last
-   * KEEP, the view every attempt not yet tombstoned.
+   * The keys to tombstone: attempts made a window ago or earlier (or with no readable time), and attempts the index
+   * let go of, beyond a subscription's last KEEP_ATTEMPTS. Read from the view with its own keys, so a record keyed
+   * otherwise than attemptKey is tombstoned too.
    */
   expiredKeys(retentionMs: number, now = Date.now()): string[] {
     const out: string[] = [];
-    for (const a of this.view.values()) if (Date.parse(a.at) + retentionMs <= now) out.push(attemptKey(a));
+    for (const [key, a] of this.view.entries()) {
+      const at = Date.parse(a.at);
+      if (!this.indexed.has(key) || !(at + retentionMs > now)) out.push(key);
+    }
     return out;
   }
 
@@ -73,24 +78,34 @@ export class DeliveryHistory {
    * Kept in the order they happened (time, then attempt number). Attempts are keyed one by one, so a
    * subscription's land on different partitions of the deliveries topic, and the view hands them over in
    * whatever order its partitions are read: #2 before #1 was common. Most come in order, so the place is
-   * found from the end.
+   * found from the end. A key written again (an event delivered again after a bridge restart numbers its
+   * attempts from 1 again) replaces what the index held for it.
    */
-  private add(a: DeliveryAttempt): void {
+  private add(key: string, a: DeliveryAttempt): void {
     const list = this.bySubscription.get(a.subscriptionId) ?? [];
     let i = list.length;
     while (i > 0 && before(a, list[i - 1])) i -= 1;
     list.splice(i, 0, a);
-    if (list.length > KEEP) list.splice(0, list.length - KEEP);
+    this.indexed.set(key, a);
+    this.keyOf.set(a, key);
+    if (list.length > KEEP_ATTEMPTS) {
+      for (const dropped of list.splice(0, list.length - KEEP_ATTEMPTS)) {
+        const k = this.keyOf.get(dropped);
+        if (k !== undefined) this.indexed.delete(k);
+      }
+    }
     this.bySubscription.set(a.subscriptionId, list);
   }
 
   private remove(key: string): void {
-    const k = parseAttemptKey(key);
-    const list = k && this.bySubscription.get(k.subscriptionId);
-    if (!k || !list) return;
-    const i = list.findIndex((a) => a.webhookId === k.webhookId && a.attempt === k.attempt);
+    const a = this.indexed.get(key);
+    if (!a) return;
+    this.indexed.delete(key);
+    const list = this.bySubscription.get(a.subscriptionId);
+    if (!list) return;
+    const i = list.indexOf(a);
     if (i >= 0) list.splice(i, 1);
-    if (list.length === 0) this.bySubscription.delete(k.subscriptionId);
+    if (list.length === 0) this.bySubscription.delete(a.subscriptionId);
   }
 }
 

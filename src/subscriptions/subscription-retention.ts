@@ -37,7 +37,9 @@ export class SubscriptionRetention {
     this.intervalMs = sweepIntervalMs(deps.retentionMs);
   }
 
+  /** Once; a second call restarts the schedule rather than run two. */
   start(): void {
+    this.stopSweeping();
     this.stopSweeping = startPeriodicSweep({
       intervalMs: this.intervalMs,
       sweep: () => this.sweep(),

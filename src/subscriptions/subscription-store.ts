@@ -1,6 +1,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import type { KeyedCreation, OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
 import { writeThenRead } from '../kafka/read-your-writes';
+import { LOG_RETENTION_MS } from '../kafka/topics';
 import { waitAtLeast } from '../lib/abortable-sleep';
 import { SUBSCRIPTIONS_VIEW, type CancelReason, type Subscription, type SubscriptionMode } from './subscription';
 import { CANCEL_SETTLE_MS } from './subscription-lease';
@@ -65,19 +66,22 @@ export class SubscriptionStore {
 
   /**
    * What the retention sweep forgets: cancelled subscriptions past their window, and a task's subscription still
-   * active when its task is gone (forgotten) and it has not changed for a window. The second age guard is against a
-   * view of the tasks topic that lags this one: a subscription is written with or after its task, never a window
-   * before it.
+   * active when its task is gone (forgotten). Such a one (a `continuous` one, one whose final callback was
+   * dead-lettered, one made after its task had finished) may still have callbacks on their way while the bridge
+   * lags, so it goes only once it has not changed for the window and for as long as the events topic keeps events
+   * (`LOG_RETENTION_MS`): by then no event of its task is left to deliver. The age also guards against a view of the
+   * tasks topic that lags this one: a subscription is written with or after its task.
    */
   expiredIds(taskExists: (taskId: string) => boolean, now = Date.now()): string[] {
     const retentionMs = this.deps.retentionMs;
     if (retentionMs === undefined) return [];
+    const orphanAfterMs = Math.max(retentionMs, LOG_RETENTION_MS);
     const out: string[] = [];
     for (const s of this.deps.view.values()) {
       const orphan =
         s.status === 'active' &&
         s.taskId !== undefined &&
-        Date.parse(s.updatedAt) + retentionMs <= now &&
+        Date.parse(s.updatedAt) + orphanAfterMs <= now &&
         !taskExists(s.taskId);
       if (orphan || this.expired(s, now)) out.push(s.id);
     }

@@ -4,7 +4,7 @@ import { tenantOf } from '../http/auth';
 import { acceptedRanges } from '../http/content-negotiation';
 import { HAL_MEDIA_TYPE, halResource, link } from '../http/hal';
 import { emptyResponse, type Schema } from '../http/hal-schemas';
-import { MAX_PAGE_SIZE } from '../http/paging';
+import { MAX_PAGE_SIZE, pageLink } from '../http/paging';
 import { problemResponse } from '../http/route-schema-conventions';
 import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
@@ -193,7 +193,7 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
         task: link(`/tasks/${task.taskId}`),
       };
       const last = events.at(-1);
-      if (more && last) links.next = link(`${self}?after=${last.id}&limit=${limit}`);
+      if (more && last) links.next = pageLink(`${self}?after=${last.id}&limit=${limit}`);
       return halResource(
         {
           count: events.length,

@@ -30,7 +30,9 @@ export class TaskRetention {
     this.intervalMs = sweepIntervalMs(store.retentionMs);
   }
 
+  /** Once; a second call restarts the schedule rather than run two. */
   start(): void {
+    this.stopSweeping();
     this.stopSweeping = startPeriodicSweep({
       intervalMs: this.intervalMs,
       sweep: () => this.sweep(),

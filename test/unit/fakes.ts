@@ -89,6 +89,10 @@ export class FakeView<T> implements StateView<T> {
     return this.state.values();
   }
 
+  entries(): IterableIterator<[string, T]> {
+    return this.state.entries();
+  }
+
   get size(): number {
     return this.state.size;
   }

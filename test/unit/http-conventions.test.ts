@@ -507,6 +507,7 @@ describe('methods', () => {
       [{ ...got, id, _links: { items: { href: '/items/i-widget' } } }, '/_links/items'],
       [{ ...got, id, _links: { items: [null] } }, '/_links/items'],
       [{ ...got, id, _links: { author: [{ href: '/users/u-ada' }] } }, '/_links/author'],
+      [{ ...got, id, _links: { author: { href: '/items/i-widget' } } }, '/_links/author'],
     ] as const;
     for (const [body, pointer] of bad) {
       const res = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...body, author: undefined } });

@@ -1,4 +1,10 @@
-import { DELIVERIES_VIEW, DeliveryHistory, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
+import { LOG_RETENTION_MS } from '../../src/kafka/topics';
+import {
+  DELIVERIES_VIEW,
+  DeliveryHistory,
+  KEEP_ATTEMPTS,
+  type DeliveryAttempt,
+} from '../../src/subscriptions/delivery-attempt';
 import { SUBSCRIPTIONS_VIEW, type Subscription } from '../../src/subscriptions/subscription';
 import { SubscriptionRetention } from '../../src/subscriptions/subscription-retention';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
@@ -82,9 +88,11 @@ describe('subscription retention', () => {
     subscriptions.set('recent', subscription('recent', 1000));
     subscriptions.set('events', subscription('events', RETENTION_MS * 2, { status: 'active' }));
     const taskSub = { status: 'active' as const, mode: 'continuous' as const, events: undefined };
-    subscriptions.set('orphan', subscription('orphan', RETENTION_MS + 1, { ...taskSub, taskId: 'forgotten-task' }));
-    subscriptions.set('young', subscription('young', 1000, { ...taskSub, taskId: 'forgotten-task' }));
-    subscriptions.set('live', subscription('live', RETENTION_MS * 2, { ...taskSub, taskId: 'live-task' }));
+    const orphanAge = LOG_RETENTION_MS + 1;
+    subscriptions.set('orphan', subscription('orphan', orphanAge, { ...taskSub, taskId: 'forgotten-task' }));
+    // Past the window but within the events topic's retention: its task's events may still be on their way.
+    subscriptions.set('young', subscription('young', RETENTION_MS + 1, { ...taskSub, taskId: 'forgotten-task' }));
+    subscriptions.set('live', subscription('live', orphanAge, { ...taskSub, taskId: 'live-task' }));
     for (const a of [attempt('old', 1, RETENTION_MS + 5), attempt('events', 1, RETENTION_MS + 2)]) {
       deliveries.set(`${a.subscriptionId}/${a.webhookId}/${a.attempt}`, a);
     }
@@ -105,6 +113,32 @@ describe('subscription retention', () => {
     expect(history.of('old')).toEqual([]);
     expect(deliveries.size).toBe(1);
     expect(await retention.sweep()).toEqual({ subscriptions: 0, attempts: 0 });
+  });
+
+  test("a subscription's history keeps its last attempts: older ones are tombstoned, so the view keeps no more", async () => {
+    const { kafka, retention, deliveries, history } = await setup();
+    const extra = 3;
+    // Written newest first, as partitions may hand them over: the index still keeps the newest.
+    for (let n = KEEP_ATTEMPTS + extra; n >= 1; n -= 1) {
+      const a = { ...attempt('busy', 1, 10000 - n), webhookId: `msg_${n}` };
+      deliveries.set(`busy/msg_${n}/1`, a);
+    }
+    expect(history.of('busy')).toHaveLength(KEEP_ATTEMPTS);
+    expect(await retention.sweep()).toEqual({ subscriptions: 0, attempts: extra });
+    expect(kafka.publisher.published.map((r) => r.key)).toEqual(['busy/msg_3/1', 'busy/msg_2/1', 'busy/msg_1/1']);
+    expect(deliveries.size).toBe(KEEP_ATTEMPTS);
+    expect(history.of('busy')).toHaveLength(KEEP_ATTEMPTS);
+  });
+
+  test('a key written again replaces its attempt in the index; its tombstone leaves nothing behind', async () => {
+    const { deliveries, history } = await setup();
+    const first = attempt('again', 1, 5000);
+    deliveries.set('again/msg_again/1', first);
+    // The same event delivered again after a bridge restart: its attempts are numbered from 1 again.
+    deliveries.set('again/msg_again/1', { ...first, at: ago(10), outcome: 'delivered' });
+    expect(history.of('again').map((a) => a.outcome)).toEqual(['delivered']);
+    deliveries.set('again/msg_again/1', undefined);
+    expect(history.of('again')).toEqual([]);
   });
 
   test('a sweep that fails is logged and the next interval tries again; stop leaves no timer', async () => {
