@@ -5,7 +5,8 @@ import type { ServiceMetrics } from '../../src/metrics/metrics';
 import type { StateView } from '../../src/kafka/types';
 import { isFinal, isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import type { CheckedWriter, PartitionWriters } from './partition-writers';
-import type { Outcome, TaskJournal } from './task-execution';
+import { tooLargeProblem, type Outcome, type TaskJournal } from './task-execution';
+import { RecordTooLargeError } from '../../src/kafka/record-size';
 import { isoNow } from '../../src/lib/iso-now';
 
 /** The one run (or rejection) of a task that may write its final event: its partition's writer and hand-back. */
@@ -45,9 +46,10 @@ export class FinalEventWriter {
    * view: 'retry' when an earlier write failed (the final was then refused unsent, or landed with them in one
    * transaction whose answer was lost; the next try settles and syncs before deciding).
    */
-  async finish(job: FinalJob, journal: TaskJournal, outcome: Outcome): Promise<'done' | 'retry'> {
-    const status = STATUS_OF[outcome.kind];
-    const change: Partial<TaskSnapshot> = { status, finishedAt: isoNow(), ...outcome.data };
+  async finish(job: FinalJob, journal: TaskJournal, given: Outcome): Promise<'done' | 'retry'> {
+    let outcome = given;
+    let change: Partial<TaskSnapshot> = { status: STATUS_OF[outcome.kind], finishedAt: isoNow(), ...outcome.data };
+    let replaced = false;
     let writer = job.writer;
     let final = journal.write(outcome.kind, change, outcome.data, {
       generation: writer.generation,
@@ -62,9 +64,22 @@ export class FinalEventWriter {
     }
     while (!job.handBack.aborted) {
       try {
-        await final;
+        await final.catch((err: unknown) => {
+          // A result (or problem) larger than Kafka takes: nothing was sent, and sending it again would fail again.
+          // The task fails instead, saying so, in the same chain: its snapshot then holds no input, result or problem
+          // of the handler's.
+          if (!(err instanceof RecordTooLargeError) || replaced) throw err;
+          replaced = true;
+          this.deps.logger.warn({ taskId: job.taskId, err }, 'final event too large for Kafka; the task fails');
+          outcome = { kind: 'task.failed', data: { problem: tooLargeProblem(err) } };
+          change = { status: 'failed', finishedAt: change.finishedAt, result: undefined, ...outcome.data };
+          return journal.write(outcome.kind, change, outcome.data, {
+            generation: writer.generation,
+            chain: journal.chain,
+          });
+        });
         const ran = Date.now() - Date.parse(journal.current.startedAt ?? journal.current.createdAt);
-        this.deps.metrics?.taskFinished(status, journal.current.type, Math.max(0, ran) / 1000);
+        this.deps.metrics?.taskFinished(STATUS_OF[outcome.kind], journal.current.type, Math.max(0, ran) / 1000);
         return 'done';
       } catch (err) {
         this.deps.writers.markUnsure(job.partition);

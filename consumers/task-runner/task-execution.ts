@@ -1,5 +1,6 @@
 import { problem, type ProblemDetail } from '../../src/problems/problem-detail';
 import type { OutgoingRecord, PublishOptions, Publisher, StateView, WriteChain } from '../../src/kafka/types';
+import { MAX_SEND_BYTES, RecordTooLargeError, tooLarge } from '../../src/kafka/record-size';
 import { writeThenRead } from '../../src/kafka/read-your-writes';
 import type { Logger } from '../../src/logger';
 import { taskEventRecords, type TaskEventKind, type TaskTopics } from '../../src/tasks/task-events';
@@ -19,6 +20,16 @@ export class TimedOut extends Error {
   constructor(readonly ms: number) {
     super(`task ran longer than ${ms} ms`);
     this.name = 'TimedOut';
+  }
+}
+/**
+ * An event the handler sent (progress, output) is larger than Kafka takes. Running it again would send it again, so
+ * the run stops and the task fails, saying why; the events before it stand (nothing of the large one was written).
+ */
+export class OutputTooLarge extends Error {
+  constructor(readonly tooLarge: RecordTooLargeError) {
+    super(tooLarge.message);
+    this.name = 'OutputTooLarge';
   }
 }
 /** One of the run's writes failed: its later events can no longer land, so the run stops and is tried again. */
@@ -57,6 +68,8 @@ export type Outcome =
 export class TaskJournal {
   private pending: Promise<unknown>[] = [];
   private failed = false;
+  /** the first event the handler sent that Kafka would not take (OutputTooLarge) */
+  private firstTooLarge: RecordTooLargeError | undefined;
   /** set once the final event is being written: nothing the handler still sends may follow it */
   private closed = false;
   private readonly interruption = new AbortController();
@@ -93,12 +106,34 @@ export class TaskJournal {
 
   enqueue(kind: TaskEventKind, change: Partial<TaskSnapshot>, data: unknown): void {
     if (this.closed) return;
+    const { progress } = this.snapshot;
+    const records = this.next(kind, change, data);
+    // Seen here, before the publisher refuses it: a handler that returns right after sending it has not succeeded.
+    const oversized = tooLarge(records, MAX_SEND_BYTES);
+    if (oversized) return this.refused(oversized, progress);
     const options = { generation: this.generation, chain: this.chain };
-    const sent = this.deps.publisher.publish(this.next(kind, change, data), options).catch(() => {
+    const sent = this.deps.publisher.publish(records, options).catch((err: unknown) => {
+      if (err instanceof RecordTooLargeError) return this.refused(err, progress);
       this.failed = true;
       this.interruption.abort(new RunInterrupted());
     });
     this.pending.push(sent);
+  }
+
+  /** the first event the handler sent that Kafka would not take; the run then ends in task.failed */
+  get oversized(): RecordTooLargeError | undefined {
+    return this.firstTooLarge;
+  }
+
+  /**
+   * Nothing of the event was sent and the chain holds. The snapshot's progress (a handler's message, the one part of
+   * an event it keeps) goes back to what was written, or the final event would carry it and be too large as well.
+   */
+  private refused(err: RecordTooLargeError, progress: TaskSnapshot['progress']): void {
+    this.snapshot = { ...this.snapshot, progress };
+    this.firstTooLarge ??= err;
+    this.closed = true;
+    this.interruption.abort(new OutputTooLarge(err));
   }
 
   async flush(): Promise<boolean> {
@@ -117,6 +152,14 @@ export class TaskJournal {
 export function supersededBy(view: StateView<TaskRecord>, taskId: string, attempt: number): TaskSnapshot | undefined {
   const seen = view.get(taskId);
   return isSnapshot(seen) && seen.attempt > attempt ? seen : undefined;
+}
+
+/** The task.failed problem of a run whose event (the final one too) was larger than Kafka takes. */
+export function tooLargeProblem(err: RecordTooLargeError): ProblemDetail {
+  return problem(
+    'task-failed',
+    `An event of the task would have been ${err.bytes} bytes, more than the ${err.limit} Kafka takes in one record.`,
+  );
 }
 
 /** Runs the handler until it returns, throws, or its signal aborts; maps each to the task's final event. */
@@ -149,11 +192,17 @@ export async function execute(
   });
   try {
     const result = await Promise.race([type.run(context), aborted]);
+    // A handler that returns right after sending an event too large for Kafka did not succeed: that event is lost.
+    if (journal.oversized) throw new OutputTooLarge(journal.oversized);
     return { kind: 'task.succeeded', data: { result } };
   } catch (err) {
     const reason = signal.aborted ? signal.reason : err;
     if (reason instanceof Cancelled) return { kind: 'task.cancelled', data: {} };
     if (reason instanceof RunInterrupted) return 'interrupted';
+    if (reason instanceof OutputTooLarge) {
+      deps.logger.warn({ taskId: t.taskId, type: t.type, err: reason.tooLarge }, 'task event too large for Kafka');
+      return { kind: 'task.failed', data: { problem: tooLargeProblem(reason.tooLarge) } };
+    }
     if (reason instanceof TimedOut) {
       return {
         kind: 'task.failed',

@@ -6,6 +6,7 @@ import type {
   IncomingRecord,
   StateView,
 } from '../../src/kafka/types';
+import { RecordTooLargeError } from '../../src/kafka/record-size';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
@@ -138,8 +139,17 @@ export class TaskRunner {
     const { request } = parsed;
     const known = isSnapshot(seen) ? seen : await this.snapshotOf(taskId, request.accepted, handBack);
     if (known && isFinal(known.status)) return 'done';
-    const snapshot =
-      known ?? (await this.accept(job, { tenant: request.tenant, type: request.type, input: request.input }));
+    let snapshot = known;
+    try {
+      snapshot ??= await this.accept(job, { tenant: request.tenant, type: request.type, input: request.input });
+    } catch (err) {
+      if (!(err instanceof RecordTooLargeError)) throw err;
+      // task.accepted carries the input: one larger than Kafka takes is refused, as POST /tasks answers 413.
+      const tooLarge = problem('invalid-field', `/input is ${err.bytes} bytes as an event, more than ${err.limit}`, {
+        instance: '/input',
+      });
+      return this.reject(job, { ok: false, type: request.type, tenant: request.tenant, errors: [tooLarge] }, true);
+    }
     return this.runOnce(job, snapshot, request.input);
   }
 

@@ -77,7 +77,13 @@ function cloudEventMessage(kind: string, key: string, properties: Record<string,
 function taskEventMessage(kind: TaskEventKind, taskTypes: string[]): object {
   const properties = {
     taskId: { type: 'string' },
-    type: { type: 'string', enum: taskTypes },
+    // A request the runner rejected (an unknown type, a value that is not JSON) still gets its two events.
+    type: {
+      type: 'string',
+      maxLength: 100,
+      examples: taskTypes,
+      description: `one of ${taskTypes.join(', ')}; for a rejected request, the type it named, or unknown`,
+    },
     attempt: { type: 'integer', minimum: 0 },
     time: { type: 'string', format: 'date-time' },
     data: TASK_EVENT_DATA[kind],

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fieldErrors, problem } from '../problems/problem-detail';
-import { problemKindOf, ProblemError } from '../problems/problem-error';
+import { problemKindOf, ProblemError, type KindedError } from '../problems/problem-error';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
 import { ACCEPT_PATCH } from './content-negotiation';
 
@@ -28,11 +28,16 @@ const PROBLEM_HEADERS: Partial<Record<ProblemKind, Record<string, string>>> = {
   'kafka-unavailable': { 'retry-after': '5' },
 };
 
+function publicDetailOf(err: Error): string | undefined {
+  const detail = (err as Partial<KindedError>).publicDetail;
+  return typeof detail === 'string' ? detail : undefined;
+}
+
 function toProblemError(err: FastifyError | Error): ProblemError | undefined {
   if (err instanceof ProblemError) return err;
   const carried = problemKindOf(err);
   if (carried)
-    return new ProblemError(carried, PUBLIC_DETAILS[carried] ?? PROBLEM_TYPES[carried].title, {
+    return new ProblemError(carried, publicDetailOf(err) ?? PUBLIC_DETAILS[carried] ?? PROBLEM_TYPES[carried].title, {
       headers: PROBLEM_HEADERS[carried],
     });
   const fe = err as FastifyError;

@@ -2,6 +2,7 @@ import type { Kafka, Message, Transaction } from 'kafkajs';
 import type { Logger } from '../logger';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
+import { MAX_SEND_BYTES, recordBytes, tooLarge } from './record-size';
 import { TransactionalProducers } from './transactional-producers';
 import {
   KafkaUnavailableError,
@@ -23,6 +24,8 @@ interface Pending {
   generation?: number;
   chain?: WriteChain;
   thenTo?: PublishOptions['thenTo'];
+  /** the first stage's size (recordBytes): a transaction's batch of callers is kept within MAX_SEND_BYTES */
+  bytes: number;
 }
 
 /** kafkajs's transaction with hookstream's patch (src/kafka/patches): partitions added ahead of the sends */
@@ -36,6 +39,8 @@ export interface TransactionalPublisherOptions {
   timeoutMs: number;
   /** records per transaction; concurrent calls are grouped up to this size */
   maxBatchRecords: number;
+  /** bytes per send (record-size.ts); MAX_SEND_BYTES unless a test gives less */
+  maxSendBytes?: number;
 }
 
 /**
@@ -112,6 +117,9 @@ export class TransactionalPublisher implements FencingPublisher {
       if (options.chain) options.chain.broken = true;
       return Promise.reject(new KafkaUnavailableError(refused));
     }
+    // Refused before it is queued: it could never be sent, and no retry would change that. Nothing was written.
+    const oversized = tooLarge(records, this.maxSendBytes);
+    if (oversized) return Promise.reject(oversized);
     const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.options.timeoutMs, this.options.timeoutMs));
     return new Promise((resolve, reject) => {
       const pending: Pending = {
@@ -124,6 +132,7 @@ export class TransactionalPublisher implements FencingPublisher {
         generation: options.generation,
         chain: options.chain,
         thenTo: then ? options.thenTo : undefined,
+        bytes: records.reduce((sum, r) => sum + recordBytes(r), 0),
       };
       const timer = setTimeout(() => {
         settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${timeoutMs} ms`));
@@ -173,15 +182,20 @@ export class TransactionalPublisher implements FencingPublisher {
   private takeBatch(): Pending[] {
     const batch: Pending[] = [];
     let size = 0;
+    let bytes = 0;
     while (this.queue.length > 0) {
       const next = this.queue[0];
       if (next.settled) {
         this.queue.shift();
         continue;
       }
-      if (batch.length > 0 && size + next.records.length > this.options.maxBatchRecords) break;
+      // Within the bytes of one send too: Kafka refuses a partition's batch over its limit, and with it every
+      // caller in the transaction (concurrent large requests all failed, though each alone fits).
+      const full = size + next.records.length > this.options.maxBatchRecords || bytes + next.bytes > this.maxSendBytes;
+      if (batch.length > 0 && full) break;
       batch.push(this.queue.shift() as Pending);
       size += next.records.length;
+      bytes += next.bytes;
     }
     return batch;
   }
@@ -282,10 +296,35 @@ export class TransactionalPublisher implements FencingPublisher {
     await tx.addPartitions(topics);
   }
 
+  private get maxSendBytes(): number {
+    return this.options.maxSendBytes ?? MAX_SEND_BYTES;
+  }
+
+  /**
+   * A stage's records, in as few sends as keep each within maxSendBytes: one for all but a caller's large write
+   * (a bulk of large resources), whose sends then follow one another in order, in the same transaction.
+   */
   private async sendStage(tx: Transaction, groups: OutgoingRecord[][]): Promise<RecordPosition[][]> {
     const records = groups.flat();
     if (records.length === 0) return groups.map(() => []);
     await this.partitions.load([...new Set(records.map((r) => r.topic))]);
+    const positions: RecordPosition[] = [];
+    let start = 0;
+    let bytes = 0;
+    for (let i = 0; i <= records.length; i += 1) {
+      const size = i < records.length ? recordBytes(records[i]) : 0;
+      if (i === records.length || (i > start && bytes + size > this.maxSendBytes)) {
+        positions.push(...(await this.sendRecords(tx, records.slice(start, i))));
+        start = i;
+        bytes = 0;
+      }
+      bytes += size;
+    }
+    let i = 0;
+    return groups.map((g) => positions.slice(i, (i += g.length)));
+  }
+
+  private async sendRecords(tx: Transaction, records: OutgoingRecord[]): Promise<RecordPosition[]> {
     // One message object per record, no copy of the record: a batch carries a few hundred on the api's one thread.
     const byTopic = new Map<string, Message[]>();
     const messages: Message[] = new Array(records.length);
@@ -301,9 +340,7 @@ export class TransactionalPublisher implements FencingPublisher {
     const metadata = await tx.sendBatch({
       topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
     });
-    const positions = positionsOf(records, messages, metadata);
-    let i = 0;
-    return groups.map((g) => positions.slice(i, (i += g.length)));
+    return positionsOf(records, messages, metadata);
   }
 }
 

@@ -27,12 +27,25 @@ interface AjvLikeError {
 }
 
 /** One `errors[]` entry per offending field, `instance` a JSON pointer to it. */
+/**
+ * errors[] entries one Problem lists at most: ajv reports every error (allErrors), and an array of 20,000 wrong items
+ * made a 3.5 MB answer, and a task.failed event larger than Kafka takes.
+ */
+export const MAX_FIELD_ERRORS = 100;
+
 export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[] {
-  return errors.map((e) => {
+  const listed = errors.length > MAX_FIELD_ERRORS ? errors.slice(0, MAX_FIELD_ERRORS - 1) : errors;
+  const entries = listed.map((e) => {
     const missing = e.keyword === 'required' ? `/${String(e.params?.missingProperty)}` : '';
     const extra = e.keyword === 'additionalProperties' ? `/${String(e.params?.additionalProperty)}` : '';
     const pointer = `${prefix}${e.instancePath ?? ''}${missing}${extra}` || '/';
     const detail = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
     return problem('invalid-field', `${pointer} ${detail}`, { instance: pointer });
   });
+  if (listed.length < errors.length) {
+    const rest = errors.length - listed.length;
+    const at = entries[entries.length - 1]?.instance ?? '/';
+    entries.push(problem('invalid-field', `and ${rest} more errors, not listed`, { instance: at }));
+  }
+  return entries;
 }

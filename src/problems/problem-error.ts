@@ -31,6 +31,8 @@ export class ProblemError extends Error {
  */
 export interface KindedError extends Error {
   readonly problemKind: ProblemKind;
+  /** what the client may be told, when the kind's public detail says too little (it holds nothing internal) */
+  readonly publicDetail?: string;
 }
 
 export function problemKindOf(err: unknown): ProblemKind | undefined {

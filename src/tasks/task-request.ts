@@ -21,6 +21,9 @@ export interface TaskRequest {
 
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const DEFAULT_KAFKA_TENANT = 'kafka';
+const TENANT_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+/** longer than any task type's name may be (task-registry.ts): a rejected request's type is then 'unknown' */
+const MAX_TYPE_NAME = 100;
 
 export type ParsedRequest =
   | { ok: true; request: Required<Pick<TaskRequest, 'type' | 'input' | 'tenant' | 'accepted'>> }
@@ -48,10 +51,16 @@ export function parseTaskRequest(value: string | null, registry: TaskRegistry): 
     };
   }
   const r = parsed as Record<string, unknown>;
-  const tenant =
-    typeof r.tenant === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(r.tenant) ? r.tenant : DEFAULT_KAFKA_TENANT;
-  const typeName = typeof r.type === 'string' ? r.type : 'unknown';
+  const tenantGiven = r.tenant !== undefined;
+  const validTenant = typeof r.tenant === 'string' && TENANT_PATTERN.test(r.tenant);
+  const tenant = validTenant ? (r.tenant as string) : DEFAULT_KAFKA_TENANT;
+  // The type is copied into the task's events and snapshot: a rejected one only while it is a plausible name.
+  const typeName = typeof r.type === 'string' && r.type.length <= MAX_TYPE_NAME ? r.type : 'unknown';
   const errors = registry.inputErrors(r.type, r.input);
+  // A tenant given but not valid would put the task where its submitter cannot read it: refused, never replaced.
+  if (tenantGiven && !validTenant) {
+    errors.push(problem('invalid-field', `/tenant must match ${TENANT_PATTERN}`, { instance: '/tenant' }));
+  }
   if (errors.length > 0) return { ok: false, type: typeName, tenant, errors };
   return { ok: true, request: { type: typeName, input: r.input, tenant, accepted: r.accepted === true } };
 }

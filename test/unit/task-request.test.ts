@@ -1,0 +1,32 @@
+import { exampleTaskTypes } from '../../src/examples';
+import { MAX_FIELD_ERRORS } from '../../src/problems/problem-detail';
+import { TaskRegistry } from '../../src/tasks/task-registry';
+import { DEFAULT_KAFKA_TENANT, parseTaskRequest } from '../../src/tasks/task-request';
+
+/** A request produced to Kafka by a client of its own, as the runner reads it. */
+const registry = new TaskRegistry(exampleTaskTypes);
+const parse = (value: unknown) => parseTaskRequest(JSON.stringify(value), registry);
+const countdown = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
+
+test('a tenant given but not valid is refused, never replaced by the default one', () => {
+  const bad = parse({ ...countdown, tenant: 'acme corp' });
+  expect(bad).toMatchObject({ ok: false, tenant: DEFAULT_KAFKA_TENANT });
+  if (bad.ok) throw new Error('accepted');
+  expect(bad.errors.map((e) => e.instance)).toEqual(['/tenant']);
+  expect(parse({ ...countdown })).toMatchObject({ ok: true, request: { tenant: DEFAULT_KAFKA_TENANT } });
+  expect(parse({ ...countdown, tenant: 'acme' })).toMatchObject({ ok: true, request: { tenant: 'acme' } });
+});
+
+test("a rejected request's type is kept only while it could be a name: its events carry it", () => {
+  const long = parse({ type: 't'.repeat(600_000), input: {} });
+  expect(long).toMatchObject({ ok: false, type: 'unknown' });
+  expect(parse({ type: 'nope', input: {} })).toMatchObject({ ok: false, type: 'nope' });
+});
+
+test('an input with thousands of errors lists at most MAX_FIELD_ERRORS, the last saying how many more', () => {
+  const many = parse({ type: 'order-report', input: { statuses: Array(20_000).fill(1) } });
+  if (many.ok) throw new Error('accepted');
+  expect(many.errors).toHaveLength(MAX_FIELD_ERRORS);
+  expect(many.errors.map((e) => e.instance)).toContain('/input/statuses/0');
+  expect(many.errors.at(-1)?.detail).toMatch(/^and \d+ more errors, not listed$/);
+});
