@@ -95,6 +95,9 @@ export class FinalEventWriter {
       if (!checked) return 'done';
       writer = checked;
       final = journal.write(outcome.kind, change, outcome.data, { generation: writer.generation });
+      // Awaited at the top of the loop, unless the task is handed back first (a SIGTERM): then it must not be an
+      // unhandled rejection when the publisher closes under it.
+      final.catch(() => undefined);
     }
     return 'done';
   }

@@ -1,7 +1,8 @@
-import type { Kafka, Message, Transaction } from 'kafkajs';
+import type { Kafka, Transaction } from 'kafkajs';
 import type { Logger } from '../logger';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
+import { sendWithin } from './record-sends';
 import { MAX_SEND_BYTES, recordBytes, tooLarge } from './record-size';
 import { TransactionalProducers } from './transactional-producers';
 import {
@@ -300,47 +301,14 @@ export class TransactionalPublisher implements FencingPublisher {
     return this.options.maxSendBytes ?? MAX_SEND_BYTES;
   }
 
-  /**
-   * A stage's records, in as few sends as keep each within maxSendBytes: one for all but a caller's large write
-   * (a bulk of large resources), whose sends then follow one another in order, in the same transaction.
-   */
+  /** A stage's records, every caller's, in as few sends as keep each within maxSendBytes (record-sends.ts). */
   private async sendStage(tx: Transaction, groups: OutgoingRecord[][]): Promise<RecordPosition[][]> {
     const records = groups.flat();
     if (records.length === 0) return groups.map(() => []);
     await this.partitions.load([...new Set(records.map((r) => r.topic))]);
-    const positions: RecordPosition[] = [];
-    let start = 0;
-    let bytes = 0;
-    for (let i = 0; i <= records.length; i += 1) {
-      const size = i < records.length ? recordBytes(records[i]) : 0;
-      if (i === records.length || (i > start && bytes + size > this.maxSendBytes)) {
-        positions.push(...(await this.sendRecords(tx, records.slice(start, i))));
-        start = i;
-        bytes = 0;
-      }
-      bytes += size;
-    }
+    const positions = await sendWithin(tx, this.partitions, records, this.maxSendBytes);
     let i = 0;
     return groups.map((g) => positions.slice(i, (i += g.length)));
-  }
-
-  private async sendRecords(tx: Transaction, records: OutgoingRecord[]): Promise<RecordPosition[]> {
-    // One message object per record, no copy of the record: a batch carries a few hundred on the api's one thread.
-    const byTopic = new Map<string, Message[]>();
-    const messages: Message[] = new Array(records.length);
-    for (let i = 0; i < records.length; i += 1) {
-      const r = records[i];
-      const partition = r.partition ?? this.partitions.partitionFor(r.topic, r.key);
-      const message: Message = { key: r.key, value: r.value, headers: r.headers, partition };
-      messages[i] = message;
-      const list = byTopic.get(r.topic);
-      if (list) list.push(message);
-      else byTopic.set(r.topic, [message]);
-    }
-    const metadata = await tx.sendBatch({
-      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-    });
-    return positionsOf(records, messages, metadata);
   }
 }
 
@@ -351,21 +319,4 @@ function settle(p: Pending, outcome: RecordPosition[] | Error): void {
   if (outcome instanceof Error && p.chain) p.chain.broken = true;
   if (outcome instanceof Error) p.reject(outcome);
   else p.resolve(outcome);
-}
-
-/** Within one partition, records of one send get consecutive offsets from its base offset, in order. */
-function positionsOf(
-  records: OutgoingRecord[],
-  messages: Message[],
-  metadata: { topicName: string; partition: number; baseOffset?: string }[],
-): RecordPosition[] {
-  const next = new Map<string, bigint>();
-  for (const m of metadata) next.set(`${m.topicName}:${m.partition}`, BigInt(m.baseOffset ?? '0'));
-  return records.map((r, i) => {
-    const partition = messages[i].partition as number;
-    const k = `${r.topic}:${partition}`;
-    const offset = next.get(k) ?? 0n;
-    next.set(k, offset + 1n);
-    return { topic: r.topic, partition, offset: offset.toString() };
-  });
 }

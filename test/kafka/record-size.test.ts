@@ -1,11 +1,9 @@
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { KafkaHealth } from '../../src/kafka/kafka-health';
-import { PartitionMap } from '../../src/kafka/partition-map';
+import { Kafka, logLevel } from 'kafkajs';
 import { MAX_SEND_BYTES, RecordTooLargeError } from '../../src/kafka/record-size';
-import { TransactionalPublisher } from '../../src/kafka/transactional-publisher';
+import type { TransactionalPublisher } from '../../src/kafka/transactional-publisher';
 import type { WriteChain } from '../../src/kafka/types';
-import { createLogger } from '../../src/logger';
 import { committedRecords } from '../support/topic-contents';
+import { testPublisher, type TestPublisher } from '../support/test-publisher';
 import { testBrokers, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
 
@@ -15,29 +13,17 @@ import { until } from '../support/until';
  * task inputs got five 503s. Real broker, default limits.
  */
 const kafka = new Kafka({ clientId: 'record-size-test', brokers: testBrokers(), logLevel: logLevel.NOTHING });
-let admin: Admin;
-let publisher: TransactionalPublisher;
-const health = new KafkaHealth(testBrokers());
 const topic = `${uniquePrefix('sizes')}records`;
+let kit: TestPublisher;
+let publisher: TransactionalPublisher;
 
 beforeAll(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
-  const partitions = new PartitionMap(admin);
-  await until(
-    () =>
-      partitions.load([topic]).then(
-        () => true,
-        () => undefined,
-      ),
-    30000,
-  );
-  publisher = new TransactionalPublisher(kafka, partitions, health, createLogger('silent'), {
+  kit = await testPublisher(kafka, [{ topic, numPartitions: 1 }], {
     transactionalIds: [uniquePrefix('sizes-tx')],
     timeoutMs: 20000,
     maxBatchRecords: 500,
   });
+  publisher = kit.publisher;
   await until(
     () =>
       publisher.publish([{ topic, key: 'warm', value: 'x' }]).then(
@@ -47,11 +33,7 @@ beforeAll(async () => {
     30000,
   );
 });
-afterAll(async () => {
-  await publisher.close();
-  health.stop();
-  await admin.disconnect();
-});
+afterAll(() => kit?.close());
 
 const value = (n: number, tag: string) => `${tag}:${'x'.repeat(n)}`;
 
@@ -61,7 +43,7 @@ test('concurrent writes that each fit all land, though together they are over a 
   );
   const positions = await Promise.all(writes);
   expect(positions.map((p) => p.length)).toEqual([1, 1, 1, 1, 1, 1]);
-  expect(health.up).toBe(true);
+  expect(kit.health.up).toBe(true);
 });
 
 test("one caller's records over a send's bytes go out in several sends of one transaction, in order", async () => {
@@ -78,7 +60,7 @@ test('a record larger than Kafka takes is refused at once, as too large: Kafka s
   const huge = publisher.publish([{ topic, key: 'huge', value: value(MAX_SEND_BYTES, 'h') }], { chain });
   await expect(huge).rejects.toBeInstanceOf(RecordTooLargeError);
   await expect(huge).rejects.toMatchObject({ problemKind: 'payload-too-large' });
-  expect([health.up, chain.broken]).toEqual([true, false]);
+  expect([kit.health.up, chain.broken]).toEqual([true, false]);
   // The next write of the chain goes on: nothing of the refused one was written, so it leaves no gap behind.
   expect(await publisher.publish([{ topic, key: 'after', value: 'small' }], { chain })).toHaveLength(1);
 });

@@ -1,10 +1,8 @@
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { KafkaHealth } from '../../src/kafka/kafka-health';
-import { PartitionMap } from '../../src/kafka/partition-map';
-import { TransactionalPublisher } from '../../src/kafka/transactional-publisher';
+import { Kafka, logLevel } from 'kafkajs';
+import type { TransactionalPublisher } from '../../src/kafka/transactional-publisher';
 import type { OutgoingRecord } from '../../src/kafka/types';
-import { createLogger } from '../../src/logger';
 import { testBrokers, uniquePrefix } from '../support/test-service';
+import { testPublisher, type TestPublisher } from '../support/test-publisher';
 import { until } from '../support/until';
 import { requestWatchingSockets } from '../support/wire-requests';
 
@@ -23,34 +21,17 @@ const socketFactory = requestWatchingSockets((apiKey, request) => {
   addPartitions.push(copy.toString('hex'));
 });
 const kafka = new Kafka({ clientId: 'staged-test', brokers: testBrokers(), logLevel: logLevel.NOTHING, socketFactory });
-let admin: Admin;
+let kit: TestPublisher;
 let publisher: TransactionalPublisher;
-const health = new KafkaHealth(testBrokers());
 const [events, snapshots] = [`${uniquePrefix('staged')}events`, `${uniquePrefix('staged')}snapshots`];
 
 beforeAll(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [
-      { topic: events, numPartitions: 3 },
-      { topic: snapshots, numPartitions: 5 },
-    ],
-  });
-  const partitions = new PartitionMap(admin);
-  await until(
-    () =>
-      partitions.load([events, snapshots]).then(
-        () => true,
-        () => undefined,
-      ),
-    30000,
-  );
-  publisher = new TransactionalPublisher(kafka, partitions, health, createLogger('silent'), {
-    transactionalIds: [uniquePrefix('staged-tx')],
-    timeoutMs: 10000,
-    maxBatchRecords: 500,
-  });
+  const topics = [
+    { topic: events, numPartitions: 3 },
+    { topic: snapshots, numPartitions: 5 },
+  ];
+  kit = await testPublisher(kafka, topics, { transactionalIds: [uniquePrefix('staged-tx')], maxBatchRecords: 500 });
+  publisher = kit.publisher;
   // The first transaction also initializes the id; the counts below are of later ones.
   await until(
     () =>
@@ -61,10 +42,7 @@ beforeAll(async () => {
     30000,
   );
 });
-afterAll(async () => {
-  await publisher.close();
-  await admin.disconnect();
-});
+afterAll(() => kit?.close());
 
 async function staged(key: string, thenTo?: { topic: string; key: string }[]) {
   const second = (offset: string): OutgoingRecord[] => [{ topic: snapshots, key, value: `at ${offset}` }];

@@ -1,8 +1,6 @@
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { KafkaHealth } from '../../src/kafka/kafka-health';
-import { PartitionMap } from '../../src/kafka/partition-map';
-import { TransactionalPublisher } from '../../src/kafka/transactional-publisher';
-import { createLogger } from '../../src/logger';
+import { Kafka, logLevel } from 'kafkajs';
+import type { TransactionalPublisher } from '../../src/kafka/transactional-publisher';
+import { testPublisher, type TestPublisher } from '../support/test-publisher';
 import { testBrokers, uniquePrefix } from '../support/test-service';
 import { committedRecords } from '../support/topic-contents';
 import { until } from '../support/until';
@@ -33,33 +31,20 @@ const socketFactory = requestWatchingSockets((apiKey, request) => {
 const kafka = new Kafka({ clientId: 'turns-test', brokers: testBrokers(), logLevel: logLevel.NOTHING, socketFactory });
 const topic = `${uniquePrefix('turns')}records`;
 const ids = [uniquePrefix('turns-a'), uniquePrefix('turns-b')];
-let admin: Admin;
+let kit: TestPublisher;
 let publisher: TransactionalPublisher;
 
 beforeAll(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
-  const partitions = new PartitionMap(admin);
-  await until(
-    () =>
-      partitions.load([topic]).then(
-        () => true,
-        () => undefined,
-      ),
-    30000,
-  );
-  publisher = new TransactionalPublisher(kafka, partitions, new KafkaHealth(testBrokers()), createLogger('silent'), {
+  kit = await testPublisher(kafka, [{ topic, numPartitions: 1 }], {
     transactionalIds: ids,
-    timeoutMs: 10000,
     // One record per transaction: concurrent publishes then queue up as consecutive transactions.
     maxBatchRecords: 1,
+    // No refusal of a large record before it is sent: the broker's refusal is how a test here makes a transaction fail.
+    maxSendBytes: 100_000_000,
   });
+  publisher = kit.publisher;
 });
-afterAll(async () => {
-  await publisher.close();
-  await admin.disconnect();
-});
+afterAll(() => kit?.close());
 
 const commitsSince = (from: number) =>
   sent
