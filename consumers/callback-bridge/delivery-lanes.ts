@@ -14,6 +14,7 @@ import type { AttemptRecorder } from './attempt-recorder';
 import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 import { untilDone, type StepOf } from './until-done';
+import { MAX_SEND_BYTES, tooLarge } from '../../src/kafka/record-size';
 
 export interface LaneDeps {
   publisher: Publisher;
@@ -302,12 +303,16 @@ export class DeliveryLane {
       latencyMs: 0,
       error: lastError,
     };
+    const letter = { topic: this.deps.topics.callbackDeadLetters, key: this.subscriptionId, value: '' };
+    letter.value = JSON.stringify({ ...message, attempts, lastError, at });
+    // A body near Kafka's limit (a task.accepted with a large input) would make the dead letter too large to write,
+    // and the lane would try for ever: it is parked without its body, which its event still holds.
+    if (tooLarge([letter], MAX_SEND_BYTES)) {
+      const bodyOmitted = { bytes: Buffer.byteLength(message.body), reason: 'larger than a Kafka record may be' };
+      letter.value = JSON.stringify({ ...message, body: undefined, bodyOmitted, attempts, lastError, at });
+    }
     const records: OutgoingRecord[] = [
-      {
-        topic: this.deps.topics.callbackDeadLetters,
-        key: this.subscriptionId,
-        value: JSON.stringify({ ...message, attempts, lastError, at }),
-      },
+      letter,
       { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) },
     ];
     await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));

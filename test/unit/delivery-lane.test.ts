@@ -102,6 +102,23 @@ describe('DeliveryLane', () => {
     expect(publisher.on('dlq').map((r) => JSON.parse(String(r.value)).event)).toEqual(['e1']);
   });
 
+  test("a dead letter whose body is near Kafka's limit is parked without its body, not retried for ever", async () => {
+    const { agent, subscriptions, deps, publisher } = setup(1);
+    subscriptions.set('s1', subscription('s1'));
+    receiver(agent, '/s1', [500], []);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
+    const big = { ...parts('s1', 1), body: JSON.stringify({ event: 'e1', data: 'd'.repeat(999_900) }) };
+    await lane.enqueue(big, new AbortController().signal);
+    const [letter] = publisher.on('dlq').map((r) => JSON.parse(String(r.value)));
+    expect(letter).toMatchObject({
+      event: 'e1',
+      webhookId: 'msg_1',
+      attempts: 1,
+      bodyOmitted: { bytes: big.body.length },
+    });
+    expect(letter.body).toBeUndefined();
+  });
+
   test("the dead letter comes after the last attempt's record in the history, though attempt records wait to be batched", async () => {
     const { agent, subscriptions, deps, publisher } = setup(2);
     deps.history = new AttemptRecorder(publisher, 50);

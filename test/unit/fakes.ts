@@ -1,3 +1,4 @@
+import { MAX_SEND_BYTES, tooLarge } from '../../src/kafka/record-size';
 import { topicNames, type Topics } from '../../src/kafka/topics';
 import { createLogger, type Logger } from '../../src/logger';
 import {
@@ -17,7 +18,8 @@ import {
 } from '../../src/kafka/types';
 
 /**
- * A Publisher that keeps what it was given; `failNext` makes the next calls reject, as a broker fault would.
+ * A Publisher that keeps what it was given; `failNext` makes the next calls reject, as a broker fault would, and a
+ * record larger than a send takes is refused (RecordTooLargeError), as the real one refuses it.
  * `onCommitted` sees each call's records once they "committed", before the call resolves (FakeKafka feeds its
  * views from it, so a store's read-your-writes holds as it does on Kafka).
  */
@@ -38,6 +40,9 @@ export class FakePublisher implements Publisher {
   }
 
   async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<RecordPosition[]> {
+    // As the real publisher does: a record over what a send takes is refused before anything is written.
+    const oversized = tooLarge(records, MAX_SEND_BYTES);
+    if (oversized) throw oversized;
     if (this.failNext > 0) {
       this.failNext -= 1;
       throw new Error('Kafka did not acknowledge (fake)');
