@@ -118,8 +118,10 @@ function carrySelection(resource: HalResource, request: FastifyRequest): HalReso
   if (!links) return resource;
   let carried: Links | undefined;
   let query: string | undefined;
-  for (const [rel, l] of Object.entries(links)) {
-    if (!isPageLink(l)) continue;
+  // for..in, not Object.entries: this runs on every HAL answer, and most have no page link.
+  for (const rel in links) {
+    const l = links[rel];
+    if (!Object.hasOwn(links, rel) || !isPageLink(l)) continue;
     query ??= selectionQuery(request);
     if (!query) return resource;
     carried ??= { ...links };
