@@ -11,6 +11,7 @@ import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import type { TaskSubscriber } from '../tasks/task-routes';
 import { taskRepresentation } from '../tasks/task-representation';
+import { isFinal } from '../tasks/task-snapshot';
 import type { TaskStore } from '../tasks/task-store';
 import { checkCallbackUrl, type Lookup } from './callback-url-policy';
 import type { DeliveryHistory } from './delivery-attempt';
@@ -139,6 +140,12 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     });
     // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.
     const rep = newSubscriptionRepresentation(created);
+    // The bridge delivers events as they are written: a task that has already ended has none left to send.
+    if (task && isFinal(task.status)) {
+      rep.message =
+        `${String(rep.message)} The task has already finished (${task.status}), so no callback will come for it: ` +
+        `read its outcome at /tasks/${task.taskId}.`;
+    }
     return reply.code(201).header('location', `/subscriptions/${created.id}`).send(rep);
   });
 

@@ -1,4 +1,5 @@
 import { problemType } from '../../src/problems/problem-types';
+import { TASKS_VIEW, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import { TENANT_B_KEY } from '../support/api-keys';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
 
@@ -150,6 +151,20 @@ describe('reading and cancelling', () => {
     expect((await call(tolerant.app, `/subscriptions/${sub.UUID}`)).body._embedded).toBeUndefined();
     const kinds = await subscribe();
     expect((await call(tolerant.app, `/subscriptions/${kinds.UUID}?embedded=task`)).body._embedded).toBeUndefined();
+  });
+
+  test('subscribing to a task that has already finished says no callback will come', async () => {
+    const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
+    const { taskId } = task.body;
+    const running = await subscribe({ callbackUrl: subscription.callbackUrl, mode: 'once', taskId });
+    expect(running.message).not.toMatch(/already finished/);
+    const tasks = tolerant.kafka.viewOf(TASKS_VIEW);
+    const snapshot = tasks.get(taskId) as TaskSnapshot;
+    const at = new Date().toISOString();
+    tasks.set(taskId, { ...snapshot, status: 'succeeded', finishedAt: at, updatedAt: at });
+    const late = await subscribe({ callbackUrl: subscription.callbackUrl, mode: 'once', taskId });
+    expect(late.message).toMatch(new RegExp(`already finished \\(succeeded\\).*/tasks/${taskId}`));
+    expect(late.secret).toMatch(/^whsec_/);
   });
 
   test("GET /subscriptions lists the caller's own, oldest first, paged", async () => {
