@@ -13,7 +13,10 @@ export async function sendWithin(
   partitions: PartitionMap,
   records: OutgoingRecord[],
   maxBytes: number,
+  /** the records' size in all, when the caller knows it: within maxBytes, they go in one send without measuring */
+  knownBytes?: number,
 ): Promise<RecordPosition[]> {
+  if (knownBytes !== undefined && knownBytes <= maxBytes) return sendOnce(tx, partitions, records);
   const positions: RecordPosition[] = [];
   let start = 0;
   let bytes = 0;

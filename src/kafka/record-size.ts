@@ -34,11 +34,19 @@ export class RecordTooLargeError extends Error implements KindedError {
   }
 }
 
-/** The first record over the limit, as the error to refuse the write with. */
-export function tooLarge(records: OutgoingRecord[], limit: number): RecordTooLargeError | undefined {
+/** The records' size in all, or the error to refuse the write with when one of them is over the limit: one pass. */
+export function sizeWithin(records: OutgoingRecord[], limit: number): number | RecordTooLargeError {
+  let total = 0;
   for (const r of records) {
     const bytes = recordBytes(r);
     if (bytes > limit) return new RecordTooLargeError(r.topic, bytes, limit);
+    total += bytes;
   }
-  return undefined;
+  return total;
+}
+
+/** The first record over the limit, as the error to refuse the write with. */
+export function tooLarge(records: OutgoingRecord[], limit: number): RecordTooLargeError | undefined {
+  const size = sizeWithin(records, limit);
+  return typeof size === 'number' ? undefined : size;
 }

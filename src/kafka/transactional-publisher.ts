@@ -3,7 +3,7 @@ import type { Logger } from '../logger';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
 import { sendWithin } from './record-sends';
-import { MAX_SEND_BYTES, recordBytes, tooLarge } from './record-size';
+import { MAX_SEND_BYTES, sizeWithin } from './record-size';
 import { TransactionalProducers } from './transactional-producers';
 import {
   KafkaUnavailableError,
@@ -119,8 +119,8 @@ export class TransactionalPublisher implements FencingPublisher {
       return Promise.reject(new KafkaUnavailableError(refused));
     }
     // Refused before it is queued: it could never be sent, and no retry would change that. Nothing was written.
-    const oversized = tooLarge(records, this.maxSendBytes);
-    if (oversized) return Promise.reject(oversized);
+    const bytes = sizeWithin(records, this.maxSendBytes);
+    if (typeof bytes !== 'number') return Promise.reject(bytes);
     const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? this.options.timeoutMs, this.options.timeoutMs));
     return new Promise((resolve, reject) => {
       const pending: Pending = {
@@ -133,7 +133,7 @@ export class TransactionalPublisher implements FencingPublisher {
         generation: options.generation,
         chain: options.chain,
         thenTo: then ? options.thenTo : undefined,
-        bytes: records.reduce((sum, r) => sum + recordBytes(r), 0),
+        bytes,
       };
       const timer = setTimeout(() => {
         settle(pending, new KafkaUnavailableError(`Kafka did not acknowledge within ${timeoutMs} ms`));
@@ -252,9 +252,12 @@ export class TransactionalPublisher implements FencingPublisher {
     const tx = await producer.transaction();
     try {
       await this.addAhead(tx, batch);
+      // The first stage's size is known from the queue (takeBatch kept it within a send); the second's is not.
+      const firstBytes = batch.reduce((sum, p) => sum + p.bytes, 0);
       const first = await this.sendStage(
         tx,
         batch.map((p) => p.records),
+        firstBytes,
       );
       const second = await this.sendStage(
         tx,
@@ -302,11 +305,11 @@ export class TransactionalPublisher implements FencingPublisher {
   }
 
   /** A stage's records, every caller's, in as few sends as keep each within maxSendBytes (record-sends.ts). */
-  private async sendStage(tx: Transaction, groups: OutgoingRecord[][]): Promise<RecordPosition[][]> {
+  private async sendStage(tx: Transaction, groups: OutgoingRecord[][], bytes?: number): Promise<RecordPosition[][]> {
     const records = groups.flat();
     if (records.length === 0) return groups.map(() => []);
     await this.partitions.load([...new Set(records.map((r) => r.topic))]);
-    const positions = await sendWithin(tx, this.partitions, records, this.maxSendBytes);
+    const positions = await sendWithin(tx, this.partitions, records, this.maxSendBytes, bytes);
     let i = 0;
     return groups.map((g) => positions.slice(i, (i += g.length)));
   }
