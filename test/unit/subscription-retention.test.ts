@@ -118,9 +118,11 @@ describe('subscription retention', () => {
   test("a subscription's history keeps its last attempts: older ones are tombstoned, so the view keeps no more", async () => {
     const { kafka, retention, deliveries, history } = await setup();
     const extra = 3;
-    // Written newest first, as partitions may hand them over: the index still keeps the newest.
+    // Written newest first, as partitions may hand them over: the index still keeps the newest. Times from one
+    // clock reading, so a busy machine's milliseconds between writes cannot reorder them.
+    const base = Date.now() - 10000;
     for (let n = KEEP_ATTEMPTS + extra; n >= 1; n -= 1) {
-      const a = { ...attempt('busy', 1, 10000 - n), webhookId: `msg_${n}` };
+      const a = { ...attempt('busy', 1, 0), webhookId: `msg_${n}`, at: new Date(base + n).toISOString() };
       deliveries.set(`busy/msg_${n}/1`, a);
     }
     expect(history.of('busy')).toHaveLength(KEEP_ATTEMPTS);
