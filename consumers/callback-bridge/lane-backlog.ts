@@ -208,7 +208,6 @@ export class LaneBacklog {
           partition: this.partition,
           fromOffset: this.next.toString(),
           onRecord: (record) => this.onRecord(turn, record),
-          onError: (err) => this.readingFailed(turn, err),
         },
         this.deps.kafkaTimeoutMs,
       );

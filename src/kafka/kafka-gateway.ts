@@ -108,7 +108,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     return view;
   }
   const consumers: { group: string; handle: GroupConsumerHandle }[] = [];
-  const partitionReader = new KafkaPartitionReader(kafka, admin, logger);
+  const partitionReader = new KafkaPartitionReader(kafka, logger);
 
   return {
     topics,

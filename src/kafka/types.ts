@@ -196,8 +196,11 @@ export interface PartitionReadOptions {
    * fetch in memory).
    */
   onRecord(record: IncomingRecord): Promise<void> | void;
-  /** the reading failed for good (the consumer crashed and will not be replaced); nothing more is read */
-  onError?(err: Error): void;
+  /**
+   * The reading's end, exclusive: nothing at or after it is handed over, and once every offset below it was read
+   * the reading fetches no more (a page read to the end known at its request). Without it, it reads until stopped.
+   */
+  until?: string;
 }
 
 export interface PartitionReading {
@@ -210,8 +213,9 @@ export interface PartitionReading {
 }
 
 /**
- * Reads one partition from a known offset, with no consumer group of its own
- * to share (kafkajs has no assign): any process can serve any reader.
+ * Reads one partition from a known offset, assigned, with no consumer group:
+ * any process can serve any reader, and a reading outlives a broker restart
+ * (it fetches again from where it was).
  */
 export interface PartitionReader {
   /** Resolves once the reader is positioned at fromOffset and fetching; KafkaUnavailableError after timeoutMs. */

@@ -79,6 +79,7 @@ export async function readTaskEventPage(
       topic: task.topic,
       partition: task.partition,
       fromOffset: fromOffset.toString(),
+      until: end.toString(),
       onRecord(record) {
         const e = events.length < limit && !events.at(-1)?.final ? asTaskEvent(record, task.taskId) : undefined;
         if (!e) return;
@@ -190,10 +191,7 @@ export class TaskEventStream {
         partition: this.task.partition,
         fromOffset: fromOffset.toString(),
         onRecord: (record) => this.onRecord(record, firstEvent),
-        onError: (err) => {
-          this.deps.logger.warn({ err, taskId: this.task.taskId }, 'task event stream lost its reader');
-          this.end();
-        },
+        ...(end !== undefined ? { until: end.toString() } : {}),
       },
       remaining(),
     );

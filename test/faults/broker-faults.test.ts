@@ -6,6 +6,7 @@ import { startChildService, type ChildService } from '../support/child-service';
 import { awaitFinalStatuses, FINAL_STATUSES } from '../support/final-statuses';
 import { OwnBroker } from '../support/own-broker';
 import { settled } from '../support/settled';
+import { openSse, type SseReading } from '../support/sse-client';
 import { http } from '../support/http';
 import { finalsOf, FINAL_EVENTS, TaskEventLog } from '../support/task-event-log';
 import { TaskLoad, type Submission } from '../support/task-load';
@@ -16,8 +17,9 @@ import { until } from '../support/until';
  * The broker is SIGKILLed, restarted on the same data and port, later
  * SIGTERMed and restarted again, while tasks with once-subscriptions are
  * submitted over HTTP to an api, a runner and a bridge running as their own
- * processes. The shared test broker must stay up, so this file starts its
- * own from the Kafka jars (Java 17+).
+ * processes, and one long task is followed over SSE throughout. The shared
+ * test broker must stay up, so this file starts its own from the Kafka jars
+ * (Java 17+).
  */
 const hasJava = (javaMajorVersion() ?? 0) >= 17;
 const maybe = hasJava ? describe : describe.skip;
@@ -127,6 +129,14 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       }),
     }).start();
     const running = load;
+    // One long task streamed over SSE from before the first outage: the stream outlives the broker's restarts.
+    const long = await http(apiUrl, '/tasks', { body: { type: 'countdown', input: { steps: 120, stepMs: 250 } } });
+    expect(long.status).toBe(202);
+    const streamedId = (long.body as { taskId: string }).taskId;
+    const stream: SseReading = await openSse(apiUrl, `/tasks/${streamedId}/events`);
+    const streamOpenedAt = Date.now();
+    let streamEndedAt = 0;
+    void stream.ended.then(() => (streamEndedAt = Date.now()));
     const acceptedSince = (t: number) => running.accepted.filter((s) => s.sentAt >= t).length;
 
     async function outage(how: Outage['how']): Promise<Outage> {
@@ -176,9 +186,13 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
     const calledBack = (s: Submission) => acceptedFor(s).length > 0;
     const allCalledBack = await settled(async () => (accepted.every(calledBack) ? true : undefined), 30000);
 
+    await settled(async () => (streamEndedAt > 0 ? true : undefined), 90000);
+    stream.close();
     log = await new TaskEventLog([broker.bootstrap], topicNames(prefix).taskEvents).start();
     await log.catchUp(60000);
     const byTask = log.byTask;
+    const onTopic = (byTask.get(streamedId) ?? []).map((e) => `${e.partition}:${e.offset} ${e.kind}`);
+    const overSse = stream.events.map((e) => `${e.id} ${e.event}`);
     const finals = taskIds.map((id) => finalsOf(byTask.get(id)));
     const callbacks = accepted.map((s) => {
       const got = acceptedFor(s);
@@ -187,7 +201,7 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       return { ids: new Set(got.map((d) => d.webhookId)).size, receipts: got.length, right };
     });
     const unavailable = running.submissions.filter((s) => s.status === 503);
-    const known = new Set(taskIds);
+    const known = new Set([...taskIds, streamedId]);
     // Written although the client was told 503: allowed, but GET must show each (issue 8, item 4).
     const despite503 = [...byTask.keys()].filter((id) => !known.has(id));
     const invisible: string[] = [];
@@ -217,6 +231,10 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       serverMax503Ms: Math.round(Math.max(0, ...serverTimes.filter((t) => t.status === 503).map((t) => t.ms))),
       serverMaxAnswerMs: Math.round(Math.max(0, ...serverTimes.map((t) => t.ms))),
       recoveryMs: outages.map((o) => `${o.how}:${o.recoveryMs}`),
+      // The stream's events are the task's on the topic, every one in order, ending with its one final event.
+      streamedEvents: overSse.length,
+      streamMatchesTopic: overSse.join() === onTopic.join() && FINAL_EVENTS.includes(stream.events.at(-1)?.event ?? ''),
+      streamSpannedOutage: streamOpenedAt < (outages[0]?.downAt ?? 0) && streamEndedAt > (outages[0]?.portOpenAt ?? 0),
       timelineS: outages.map((o) => `${o.how} down@${(o.downAt - began) / 1000} up@${(o.portOpenAt - began) / 1000}`),
       totalS: (Date.now() - began) / 1000,
       childrenAlive: children.filter((c) => c.running).length,
@@ -236,6 +254,7 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
     expect(unavailable.length).toBeGreaterThan(0);
     const { otherAnswers, notFinalViaGet, noFinalOnTopic, doubleFinals, missedCallbacks, extraCallbacks } = figures;
     const { wrongCallbackEvent, invisibleViaGet, badProblems, childrenAlive } = figures;
+    const { streamMatchesTopic, streamSpannedOutage } = figures;
     expect({
       otherAnswers,
       notFinalViaGet,
@@ -247,6 +266,8 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       invisibleViaGet,
       badProblems,
       childrenAlive,
+      streamMatchesTopic,
+      streamSpannedOutage,
     }).toEqual({
       otherAnswers: [],
       notFinalViaGet: 0,
@@ -258,9 +279,12 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
       invisibleViaGet: 0,
       badProblems: 0,
       childrenAlive: 3,
+      streamMatchesTopic: true,
+      streamSpannedOutage: true,
     });
-    // Every submission the client saw answered is in the api's log, or the server-side bound proves nothing.
-    expect(figures.serverAnswers).toBe(running.submissions.filter((s) => s.status > 0).length);
+    // Every submission the client saw answered is in the api's log (and the streamed task's), or the server-side
+    // bound proves nothing.
+    expect(figures.serverAnswers).toBe(running.submissions.filter((s) => s.status > 0).length + 1);
     expect(figures.serverMaxAnswerMs).toBeLessThanOrEqual(SERVER_BOUND_MS);
     expect(figures.max503Ms).toBeLessThanOrEqual(ANSWER_BOUND_MS);
     expect(figures.maxAnswerMs).toBeLessThanOrEqual(ANSWER_BOUND_MS);

@@ -1,6 +1,7 @@
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { producerWithCachedCoordinator } from '../../src/kafka/cached-coordinator';
 import { testBrokers, uniquePrefix } from '../support/test-service';
+import { newTopic } from '../support/new-topic';
 import { until } from '../support/until';
 
 /*
@@ -11,20 +12,14 @@ import { until } from '../support/until';
 const kafka = new Kafka({ clientId: 'cached-coordinator-test', brokers: testBrokers(), logLevel: logLevel.NOTHING });
 const TRANSACTIONS = 5;
 
-async function newTopic(): Promise<string> {
-  const topic = `${uniquePrefix('coordinator')}topic`;
+async function freshTopic(): Promise<string> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: false });
-    await until(async () => {
-      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => ({ topics: [] }));
-      return topics[0]?.partitions.every((p) => p.leader >= 0) ? true : undefined;
-    }, 30000);
+    return await newTopic(admin, 'coordinator');
   } finally {
     await admin.disconnect();
   }
-  return topic;
 }
 
 /** Runs TRANSACTIONS two-record transactions; returns how many coordinator lookups the producer sent. */
@@ -69,7 +64,7 @@ async function committedCount(topic: string): Promise<number> {
 }
 
 test("one coordinator lookup for a producer's transactions, where kafkajs makes several per transaction", async () => {
-  const topic = await newTopic();
+  const topic = await freshTopic();
   const options = { idempotent: true, maxInFlightRequests: 1 };
   const plain = await lookupsFor(kafka.producer({ ...options, transactionalId: uniquePrefix('plain-tx') }), topic);
   const cached = await lookupsFor(

@@ -3,6 +3,7 @@ import { HighWatermarks } from '../../src/kafka/high-watermarks';
 import { KafkaStateView } from '../../src/kafka/state-view';
 import { createLogger } from '../../src/logger';
 import { testBrokers, uniquePrefix } from '../support/test-service';
+import { newTopic } from '../support/new-topic';
 import { until } from '../support/until';
 import { requestWatchingSockets } from '../support/wire-requests';
 
@@ -31,19 +32,8 @@ afterAll(async () => {
   await admin.disconnect();
 });
 
-async function newTopic(): Promise<string> {
-  const topic = `${uniquePrefix('hw')}topic`;
-  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: false });
-  // kafkajs's own wait gives up on the UNKNOWN_TOPIC_OR_PARTITION a broker answers just after creation.
-  await until(async () => {
-    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => ({ topics: [] }));
-    return topics[0]?.partitions.length === 2 && topics[0].partitions.every((p) => p.leader >= 0) ? true : undefined;
-  }, 30000);
-  return topic;
-}
-
 test("the high watermark counts an open transaction's record; the admin client answers the last stable offset", async () => {
-  const topic = await newTopic();
+  const topic = await newTopic(admin, 'hw');
   const watermarks = new HighWatermarks(kafka);
   closers.push(() => watermarks.close());
   const tx = await producer.transaction();
@@ -67,7 +57,7 @@ test("the high watermark counts an open transaction's record; the admin client a
 });
 
 test('a view synced while a transaction is open has its record once the sync returns', async () => {
-  const topic = await newTopic();
+  const topic = await newTopic(admin, 'hw');
   const watermarks = new HighWatermarks(kafka);
   closers.push(() => watermarks.close());
   // Tells the test when the sync has its target, so the commit comes after it (else the race is not run).
@@ -111,7 +101,7 @@ function countingClient(): { kafka: Kafka; requests(apiKey: number): number } {
 test('repeated calls reuse the topic metadata: a ListOffsets each, not a Metadata request before every one', async () => {
   const METADATA = 3;
   const LIST_OFFSETS = 2;
-  const topic = await newTopic();
+  const topic = await newTopic(admin, 'hw');
   const { kafka: counted, requests } = countingClient();
   const watermarks = new HighWatermarks(counted);
   closers.push(() => watermarks.close());

@@ -180,8 +180,8 @@ export class FakeKafka implements ViewSource {
 /**
  * A PartitionReader over a FakePublisher's log: hands each committed record of the partition from the offset on, in
  * order, waiting for the receiver before the next (as the real reader's backpressure does), and follows new commits
- * until stopped. Offsets come from the publisher's one counter, so a partition's offsets have gaps, as transaction
- * markers leave in Kafka.
+ * until stopped, or up to `until`. Offsets come from the publisher's one counter, so a partition's offsets have gaps,
+ * as transaction markers leave in Kafka.
  */
 export class FakePartitionReader implements PartitionReader {
   /** readings open now */
@@ -208,13 +208,19 @@ export class FakePartitionReader implements PartitionReader {
       pumping = true;
       try {
         for (;;) {
+          const until = options.until === undefined ? undefined : BigInt(options.until);
           const next = publisher.log.find(
-            (r) => r.topic === options.topic && r.partition === options.partition && BigInt(r.offset) >= position,
+            (r) =>
+              r.topic === options.topic &&
+              r.partition === options.partition &&
+              BigInt(r.offset) >= position &&
+              (until === undefined || BigInt(r.offset) < until),
           );
           if (stopped) return;
           if (!next) {
             // Everything committed so far was passed: on Kafka, offsets up to the end (markers included).
-            position = BigInt(Math.max(Number(position), publisher.nextOffset));
+            const end = BigInt(publisher.nextOffset);
+            position = position > end ? position : until !== undefined && until < end ? until : end;
             for (const p of [...progress]) p();
             return;
           }
