@@ -7,6 +7,9 @@ import type { ReadingSlots } from './reading-slots';
 import type { CursorWriter } from './backlog-cursors';
 import { BacklogCommitGuard } from './backlog-commit-guard';
 
+/** fetches in a row that may fail (about 3 s of the reader's backoff) before a reading gives its turn back */
+const READING_GIVES_UP_AFTER = 5;
+
 /** One reading of the backlog, from its opening to its stop. */
 interface Turn {
   reading?: PartitionReading;
@@ -208,6 +211,9 @@ export class LaneBacklog {
           partition: this.partition,
           fromOffset: this.next.toString(),
           onRecord: (record) => this.onRecord(turn, record),
+          // A reading that keeps failing gives its turn back and is opened again later (readingFailed's backoff).
+          giveUpAfter: READING_GIVES_UP_AFTER,
+          onError: (err) => this.readingFailed(turn, err),
         },
         this.deps.kafkaTimeoutMs,
       );

@@ -7,6 +7,7 @@ import { createKafkaClient } from './kafka-client';
 import { KafkaHealth } from './kafka-health';
 import { PartitionMap } from './partition-map';
 import { KafkaPartitionReader } from './partition-reader';
+import { readingCluster } from './reader-clusters';
 import { KafkaStateView } from './state-view';
 import { ensureTopics, topicNames, type Topics } from './topics';
 import { TransactionalPublisher } from './transactional-publisher';
@@ -98,10 +99,11 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
   const publisher = newPublisher([`${processId}-a`, `${processId}-b`]);
   const views = new Map<string, { spec: ViewSpec<unknown>; view: Promise<KafkaStateView<unknown>> }>();
   const highWatermarks = new HighWatermarks(kafka);
+  const newReadingCluster = readingCluster(kafka);
   const started: KafkaStateView<unknown>[] = [];
 
   async function startView<T>(topic: string, decode: (value: string) => T): Promise<KafkaStateView<T>> {
-    const view = new KafkaStateView<T>(kafka, topic, decode, () => highWatermarks.of(topic), logger);
+    const view = new KafkaStateView<T>(newReadingCluster, topic, decode, () => highWatermarks.of(topic), logger);
     started.push(view as KafkaStateView<unknown>);
     // Views can take a while to read a large topic: allow far more than one request's timeout.
     await view.start(Math.max(60000, options.timeoutMs));

@@ -60,6 +60,11 @@ export class KafkaPartitionReader implements PartitionReader {
     return this.readings.size;
   }
 
+  /** connections kept for the next reading (reader-clusters.ts), for tests */
+  get idleConnections(): number {
+    return this.clusters.idleCount;
+  }
+
   async closeAll(): Promise<void> {
     await Promise.all([...this.readings].map((r) => r.stop()));
     await this.clusters.close();

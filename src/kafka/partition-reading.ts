@@ -1,41 +1,24 @@
 import type { Logger } from '../logger';
 import { withKafkaTimeout } from './kafka-timeout';
+import { asIncoming, committedRecords, nextOffsetAfter, STALE_METADATA } from './fetched-records';
 import {
   FETCH_ISOLATION,
-  type FetchedMessage,
   type FetchedPartition,
   type FetchingBroker,
   type ReaderClusters,
   type ReadingCluster,
 } from './reader-clusters';
-import { KafkaUnavailableError, type IncomingRecord, type PartitionReadOptions, type PartitionReading } from './types';
+import { KafkaUnavailableError, type PartitionReadOptions, type PartitionReading } from './types';
 
 /** one fetch per reader: what a slow receiver can make this process hold for it */
 const MAX_FETCH_BYTES = 256 * 1024;
 /** how long the broker holds a fetch that found nothing new */
 const MAX_WAIT_MS = 1000;
-/** kafkajs's wire values for ListOffsets' earliest and latest */
+/** kafkajs's wire value for ListOffsets' earliest */
 const EARLIEST = -2;
-const LATEST = -1;
 /** a failing fetch is tried again after this, doubling up to the max: the reading outlives a broker restart */
 const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 2000;
-/** answers that say the partition's leader is elsewhere, or not known yet: fresh metadata, then fetch again */
-const STALE_METADATA = new Set([
-  'LEADER_NOT_AVAILABLE',
-  'NOT_LEADER_FOR_PARTITION',
-  'FENCED_LEADER_EPOCH',
-  'UNKNOWN_LEADER_EPOCH',
-  'UNKNOWN_TOPIC_OR_PARTITION',
-]);
-
-// kafkajs's own filter of aborted transactions' records (with hookstream's patch, src/kafka/patches): the
-// consumer's rule, so a reading hides exactly what a read_committed kafkajs consumer hides.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const filterAbortedMessages = require('kafkajs/src/consumer/filterAbortedMessages') as (batch: {
-  messages: FetchedMessage[];
-  abortedTransactions: FetchedPartition['abortedTransactions'];
-}) => FetchedMessage[];
 
 interface Waiter {
   target: bigint;
@@ -43,6 +26,9 @@ interface Waiter {
   reject(err: Error): void;
   timer: NodeJS.Timeout;
 }
+
+/** thrown inside the loop once the reading is stopped: whatever was awaiting ends there */
+const STOPPED = new Error('reading stopped');
 
 /**
  * One reading of one partition, assigned: Fetch requests to the partition's
@@ -58,7 +44,10 @@ export class Reading implements PartitionReading {
   private readonly until: bigint | undefined;
   private readonly cluster: ReadingCluster;
   private stopped = false;
-  /** a request is on the connection (connecting, a lookup, a fetch), or the last one failed */
+  /**
+   * The reading owns its connection and has a request on it (connecting, a lookup, a fetch), or its last one
+   * failed. When not busy, a stop hands the connection to the next reading, and the loop never touches it again.
+   */
   private busy = true;
   private readonly waiters = new Set<Waiter>();
 
@@ -76,14 +65,15 @@ export class Reading implements PartitionReading {
   /** Resolves once the partition's leader is known and the first fetch is on its way; rejects after timeoutMs. */
   async start(timeoutMs: number): Promise<void> {
     const { topic, partition } = this.options;
+    let broker: FetchingBroker;
     try {
-      const broker = await withKafkaTimeout(this.connect(), timeoutMs, `reader of ${topic}/${partition}`);
-      void this.read(broker);
+      broker = await withKafkaTimeout(this.connect(), timeoutMs, `reader of ${topic}/${partition}`);
     } catch (err) {
-      await this.stop();
+      void this.stop();
       if (err instanceof KafkaUnavailableError) throw err;
       throw new KafkaUnavailableError('the partition reader did not start', err);
     }
+    void this.read(broker);
   }
 
   reached(offset: string, timeoutMs: number): Promise<void> {
@@ -104,8 +94,13 @@ export class Reading implements PartitionReading {
     });
   }
 
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  /**
+   * Returns at once: a connection with a request on it is closed without waiting for the answer (kafkajs's
+   * disconnect waits for requests in flight, a fetch up to MAX_WAIT_MS, a silent broker up to the request timeout),
+   * and the loop closes it again if its last request reopened it.
+   */
+  stop(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     this.stopped = true;
     for (const w of this.waiters) {
       clearTimeout(w.timer);
@@ -113,20 +108,31 @@ export class Reading implements PartitionReading {
     }
     this.waiters.clear();
     this.onStopped(this);
-    // With nothing on the connection, the loop will send nothing more (it sees `stopped` first): another reading
-    // may have it. A page read to its end, or to its task's final event, stops this way.
-    if (!this.busy) {
-      this.clusters.give(this.cluster);
-      return;
+    // A page read to its end, or to its task's final event, stops with nothing on the connection.
+    if (this.busy) this.release();
+    else this.clusters.give(this.cluster);
+    return Promise.resolve();
+  }
+
+  private release(): void {
+    void this.cluster.disconnect().catch(() => undefined);
+  }
+
+  /** Awaits a request of the loop; once the reading is stopped, the connection it may have reopened is closed. */
+  private async step<T>(request: Promise<T>): Promise<T> {
+    let value: T;
+    try {
+      value = await request;
+    } finally {
+      if (this.stopped) this.release();
     }
-    // A fetch in flight is rejected by the disconnect; the loop sees `stopped` and ends without a word. The loop
-    // is not awaited: it may be waiting for a receiver that is itself waiting for its client.
-    await this.cluster.disconnect().catch(() => undefined);
+    if (this.stopped) throw STOPPED;
+    return value;
   }
 
   private async connect(): Promise<FetchingBroker> {
-    await this.cluster.connect();
-    await this.cluster.addTargetTopic(this.options.topic);
+    await this.step(this.cluster.connect());
+    await this.step(this.cluster.addTargetTopic(this.options.topic));
     return this.leader();
   }
 
@@ -135,109 +141,132 @@ export class Reading implements PartitionReading {
     const leaders = Object.entries(this.cluster.findLeaderForPartitions(topic, [partition]));
     const nodeId = leaders.find(([, ps]) => ps.includes(partition))?.[0];
     if (nodeId === undefined) throw new KafkaUnavailableError(`no leader known for ${topic}/${partition}`);
-    return this.cluster.findBroker({ nodeId });
+    return this.step(this.cluster.findBroker({ nodeId }));
   }
 
   /**
    * Fetches until stopped, or until the position reaches `until`. A failure is tried again with backoff, from the
-   * same position: nothing is skipped, and a broker restart only pauses the reading.
+   * same position: nothing is skipped, and a broker restart only pauses the reading. What cannot get better (a
+   * receiver that threw, an error Kafka calls not retriable, `giveUpAfter` failures in a row) ends it: onError.
    */
   private async read(first: FetchingBroker): Promise<void> {
     let broker: FetchingBroker | undefined = first;
     let failures = 0;
     while (!this.stopped && (this.until === undefined || this.position < this.until)) {
       this.busy = true;
+      let answer: Awaited<ReturnType<Reading['fetch']>>;
       try {
         broker ??= await this.leader();
-        const answer = await this.fetch(broker);
-        this.busy = false;
+        answer = await this.fetch(broker);
         failures = 0;
-        if (answer) await this.handOver(answer);
       } catch (err) {
         if (this.stopped) return;
-        this.busy = true;
         broker = undefined;
         failures += 1;
-        await this.recover(err, failures);
+        if (await this.recover(err, failures).catch(() => this.stopped)) return;
+        continue;
       }
+      this.busy = false;
+      if (answer && !(await this.handOver(answer))) return;
     }
+    this.busy = false;
   }
 
   private async fetch(broker: FetchingBroker): Promise<{ fetchOffset: bigint; data: FetchedPartition } | undefined> {
     const { topic, partition } = this.options;
     const fetchOffset = this.position;
-    const { responses } = await broker.fetch({
-      isolationLevel: FETCH_ISOLATION,
-      maxWaitTime: MAX_WAIT_MS,
-      minBytes: 1,
-      maxBytes: MAX_FETCH_BYTES,
-      topics: [{ topic, partitions: [{ partition, fetchOffset: fetchOffset.toString(), maxBytes: MAX_FETCH_BYTES }] }],
-    });
+    const { responses } = await this.step(
+      broker.fetch({
+        isolationLevel: FETCH_ISOLATION,
+        maxWaitTime: MAX_WAIT_MS,
+        minBytes: 1,
+        maxBytes: MAX_FETCH_BYTES,
+        topics: [
+          { topic, partitions: [{ partition, fetchOffset: fetchOffset.toString(), maxBytes: MAX_FETCH_BYTES }] },
+        ],
+      }),
+    );
     const data = responses.find((r) => r.topicName === topic)?.partitions.find((p) => p.partition === partition);
-    return data && !this.stopped ? { fetchOffset, data } : undefined;
+    return data ? { fetchOffset, data } : undefined;
   }
 
-  private async handOver({ fetchOffset, data }: { fetchOffset: bigint; data: FetchedPartition }): Promise<void> {
+  /** Hands the answer's records over; false when the reading ended meanwhile (stopped, or its receiver threw). */
+  private async handOver({ fetchOffset, data }: { fetchOffset: bigint; data: FetchedPartition }): Promise<boolean> {
     const { topic, partition } = this.options;
-    // A fetch answers whole record batches: the one holding fetchOffset may begin before it, the last may end
-    // after `until`.
-    const within = data.messages.filter((m) => {
-      const offset = BigInt(m.offset);
-      return offset >= fetchOffset && (this.until === undefined || offset < this.until);
-    });
-    if (within.length === 0) {
-      // Only a compacted log answers records that all lie before the offset asked for (this reader serves the
-      // events topic, which is not compacted): the same fetch again, but not in a busy loop.
-      if (data.messages.length > 0) await new Promise((r) => setTimeout(r, RETRY_BASE_MS));
-      return;
-    }
-    const committed = filterAbortedMessages({ messages: within, abortedTransactions: data.abortedTransactions });
-    for (const m of committed) {
-      if (m.isControlRecord) continue;
-      if (this.stopped) return;
-      await this.options.onRecord(asIncoming(topic, partition, m));
+    for (const m of committedRecords(data, fetchOffset, this.until)) {
+      if (this.stopped) return false;
+      try {
+        await this.options.onRecord(asIncoming(topic, partition, m));
+      } catch (err) {
+        // Handing the same record over again would fail the same way, for ever.
+        this.fail(err, 'the receiver of a record threw');
+        return false;
+      }
       this.advance(BigInt(m.offset) + 1n);
     }
-    // Markers and aborted records are passed over: the position moves past the last record of the answer.
-    if (!this.stopped) this.advance(BigInt(within[within.length - 1].offset) + 1n);
+    if (this.stopped) return false;
+    // Before a record at `until` nothing was handed over, so moving past it loses nothing.
+    const next = nextOffsetAfter(data);
+    if (next !== undefined) this.advance(next);
+    return true;
   }
 
-  private async recover(err: unknown, failures: number): Promise<void> {
+  /** Resolves true when the reading has ended (stopped, or failed for good); else after the backoff. */
+  private async recover(err: unknown, failures: number): Promise<boolean> {
     const { topic, partition } = this.options;
-    const type = (err as { type?: string }).type;
-    if (
-      type === 'OFFSET_OUT_OF_RANGE' &&
-      (await this.outOfRange().then(
-        () => true,
-        () => false,
-      ))
-    )
-      return;
+    const { type, retriable, name } = (err ?? {}) as { type?: string; retriable?: boolean; name?: string };
+    if (type === 'OFFSET_OUT_OF_RANGE') {
+      // Where the log starts now is asked again after the backoff if this lookup fails.
+      const moved = await this.outOfRange().catch((e: unknown) => {
+        if (e === STOPPED) throw e;
+        return undefined;
+      });
+      if (moved) return false;
+      if (moved === false) {
+        this.fail(err, "the position is past the partition's end");
+        return true;
+      }
+    }
+    // Only Kafka's own answer says an error is for good (an authorization failure): kafkajs also calls its
+    // exhausted connection retries not retriable, and a broker restart must only pause the reading.
+    const forGood = name === 'KafkaJSProtocolError' && retriable === false;
+    const giveUp = forGood || failures >= (this.options.giveUpAfter ?? Infinity);
+    if (giveUp) {
+      this.fail(err, `fetching failed ${failures} times in a row`);
+      return true;
+    }
     if (failures === 1 || failures % 10 === 0) {
       this.logger.warn({ err, topic, partition, failures }, 'partition reader fetch failed; fetching again');
     }
     if (type === undefined || STALE_METADATA.has(type) || failures > 1) {
-      await this.cluster.refreshMetadata().catch(() => undefined);
+      await this.step(this.cluster.refreshMetadata().catch(() => undefined));
     }
-    await new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1))));
+    await this.step(new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1)))));
+    return false;
   }
 
   /**
    * The position is no longer in the log. Below its start, the records were deleted (retention): the reading goes
-   * on from the first record there is, as a Kafka consumer with auto.offset.reset=earliest would. Past its end (a
-   * log truncated by an unclean leader election), it goes on from the end.
+   * on from the first record there is, as a Kafka consumer with auto.offset.reset=earliest would, and true. Past
+   * its end (a truncated or recreated log) it never goes back to offsets below the one asked for: false.
    */
-  private async outOfRange(): Promise<void> {
+  private async outOfRange(): Promise<boolean> {
     const { topic, partition } = this.options;
-    const offsetAt = async (fromTimestamp: number) => {
-      const [answer] = await this.cluster.fetchTopicsOffset([{ topic, fromTimestamp, partitions: [{ partition }] }]);
-      return BigInt(answer.partitions.find((p) => p.partition === partition)?.offset ?? '0');
-    };
-    const earliest = await offsetAt(EARLIEST);
-    const next = this.position < earliest ? earliest : await offsetAt(LATEST);
-    this.logger.warn({ topic, partition, from: String(this.position), to: String(next) }, 'reader position not in log');
-    this.position = next;
-    this.advance(next);
+    const query = [{ topic, fromTimestamp: EARLIEST, partitions: [{ partition }] }];
+    const [answer] = await this.step(this.cluster.fetchTopicsOffset(query));
+    const earliest = BigInt(answer.partitions.find((p) => p.partition === partition)?.offset ?? '0');
+    if (this.position >= earliest) return false;
+    this.logger.warn({ topic, partition, from: String(this.position), to: String(earliest) }, 'reader skipped deleted');
+    this.advance(earliest);
+    return true;
+  }
+
+  private fail(err: unknown, why: string): void {
+    const { topic, partition } = this.options;
+    const error = err instanceof Error ? err : new Error(String(err));
+    this.logger.warn({ err: error, topic, partition }, `partition reading ended: ${why}`);
+    void this.stop();
+    this.options.onError?.(error);
   }
 
   private advance(next: bigint): void {
@@ -249,18 +278,4 @@ export class Reading implements PartitionReading {
       w.resolve();
     }
   }
-}
-
-function asIncoming(topic: string, partition: number, m: FetchedMessage): IncomingRecord {
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-  return {
-    topic,
-    partition,
-    offset: m.offset,
-    key: m.key?.toString() ?? null,
-    value: m.value?.toString() ?? null,
-    timestamp: m.timestamp,
-    headers,
-  };
 }

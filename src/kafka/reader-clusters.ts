@@ -17,6 +17,8 @@ export interface FetchedMessage {
   timestamp: string;
   headers?: Record<string, Buffer | Buffer[] | undefined>;
   isControlRecord?: boolean;
+  /** the record batch it came in: its first offset and the delta of its last (compaction may have removed it) */
+  batchContext: { firstOffset: string; lastOffsetDelta: number };
 }
 
 export interface FetchedPartition {
@@ -41,6 +43,7 @@ export interface ReadingCluster {
   disconnect(): Promise<void>;
   addTargetTopic(topic: string): Promise<void>;
   refreshMetadata(): Promise<void>;
+  findTopicPartitionMetadata(topic: string): { partitionId: number }[];
   findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
   findBroker(node: { nodeId: string }): Promise<FetchingBroker>;
   fetchTopicsOffset(
@@ -49,6 +52,17 @@ export interface ReadingCluster {
 }
 
 export const FETCH_ISOLATION = READ_COMMITTED;
+
+/** Makes cluster connections for readings: read_committed, with the client's brokers, TLS, SASL and retries. */
+export function readingCluster(kafka: Kafka): () => ReadingCluster {
+  const create = clusterFactory(kafka);
+  return () =>
+    create({
+      allowAutoTopicCreation: false,
+      isolationLevel: READ_COMMITTED,
+      metadataMaxAge: METADATA_MAX_AGE_MS,
+    }) as ReadingCluster;
+}
 
 /**
  * Cluster connections for partition readings. Each reading has one of its own while it runs (a broker answers a
@@ -63,13 +77,7 @@ export class ReaderClusters {
   private closed = false;
 
   constructor(kafka: Kafka) {
-    const create = clusterFactory(kafka);
-    this.make = () =>
-      create({
-        allowAutoTopicCreation: false,
-        isolationLevel: READ_COMMITTED,
-        metadataMaxAge: METADATA_MAX_AGE_MS,
-      }) as ReadingCluster;
+    this.make = readingCluster(kafka);
   }
 
   /** The most recently idle connection, or a new one (not yet connected: ReadingCluster.connect is idempotent). */

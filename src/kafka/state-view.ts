@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
-import { recoverFromFatalCrash } from './crash-recovery';
+import type { FetchedMessage, ReadingCluster } from './reader-clusters';
+import { TopicReading } from './topic-reading';
 import { KafkaUnavailableError, type RecordPosition, type StateView } from './types';
 import { withKafkaTimeout } from './kafka-timeout';
 
@@ -19,14 +18,14 @@ export type LatestOffsets = () => Promise<Map<number, bigint>>;
 /**
  * Materializes a compacted topic in memory, reading committed records only.
  *
- * Each view has its own consumer group and reads every partition from the
- * start. Being "synced" is proven without writing anything: the view asks the
+ * Each view reads every partition from the start, assigned (topic-reading.ts:
+ * no consumer group). Being "synced" is proven without writing anything: the view asks the
  * broker for the high watermark of every partition and waits until its
  * read_committed consumer has fetched past it, which it can only do once every
  * transaction that had written below it is decided (see high-watermarks.ts for
  * why the last stable offset is not enough). The position counts transaction
- * markers and aborted records too (kafkajs reports batches that hold only
- * those), so a log that ends in a marker is reached.
+ * markers and aborted records too (it moves to the end of each fetched record
+ * batch), so a log that ends in a marker is reached.
  */
 export class KafkaStateView<T> implements StateView<T> {
   private readonly state = new Map<string, T>();
@@ -34,7 +33,7 @@ export class KafkaStateView<T> implements StateView<T> {
   private readonly position = new Map<number, bigint>();
   private readonly waiters = new Set<Waiter>();
   private readonly listeners: ((key: string, value: T | undefined) => void)[] = [];
-  private consumer: Consumer | undefined;
+  private reading: TopicReading | undefined;
   private synced = false;
   private stopped = false;
   /** when the last completed sync started: everything committed before it is applied */
@@ -42,7 +41,8 @@ export class KafkaStateView<T> implements StateView<T> {
   private syncInFlight: { startedAt: number; done: Promise<void> } | undefined;
 
   constructor(
-    private readonly kafka: Kafka,
+    /** the view's own cluster connection (reader-clusters.ts): a fetch may wait at the broker */
+    private readonly newCluster: () => ReadingCluster,
     readonly topic: string,
     private readonly decode: (value: string) => T,
     private readonly latestOffsets: LatestOffsets,
@@ -78,71 +78,30 @@ export class KafkaStateView<T> implements StateView<T> {
   }
 
   async start(timeoutMs: number): Promise<void> {
-    await this.consume();
-    await this.syncedSince(Date.now(), timeoutMs);
+    const started = Date.now();
+    const reading = new TopicReading(
+      this.newCluster(),
+      {
+        topic: this.topic,
+        positionOf: (partition) => this.position.get(partition) ?? 0n,
+        onFetched: (partition, records, next) => this.onFetched(partition, records, next),
+      },
+      this.logger,
+    );
+    this.reading = reading;
+    await reading.start(timeoutMs);
+    await this.syncedSince(Date.now(), Math.max(1, timeoutMs - (Date.now() - started)));
     this.synced = true;
   }
 
-  /**
-   * A fresh consumer in a group of its own, from where this view has read to
-   * (the start, the first time). It may fetch from the start before the seek
-   * takes effect: records below the position were applied already and are
-   * skipped, or the view would go back to older values until it caught up.
-   *
-   * Every crash gets a fresh group too, instead of kafkajs's own restart:
-   * that rejoins the old group as a new member, and after a broker restart
-   * the coordinator then waits for the old member's session to expire (30 s)
-   * before the view reads again. A new group has no one to wait for.
-   */
-  private async consume(): Promise<void> {
-    // A short long-poll keeps shutdown quick: disconnect waits for the fetch in flight.
-    const consumer = this.kafka.consumer({
-      groupId: `${this.topic}.view.${randomUUID()}`,
-      readUncommitted: false,
-      sessionTimeout: 30000,
-      maxWaitTimeInMs: 1000,
-      retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 5, restartOnFailure: async () => false },
-    });
-    this.consumer = consumer;
-    recoverFromFatalCrash(consumer, this.logger, `view of ${this.topic}`, () => this.restart(consumer));
-    // Batches of only markers or aborted records never reach eachBatch, but do move the position.
-    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-      // firstOffset is null when kafkajs skipped records below the fetched offset (compaction): nothing was seen.
-      if (payload.topic === this.topic && payload.firstOffset !== null)
-        this.advance(payload.partition, payload.lastOffset);
-    });
-    try {
-      await this.run(consumer);
-    } catch (err) {
-      await consumer.disconnect().catch(() => undefined);
-      throw err;
+  private onFetched(partition: number, records: FetchedMessage[], next: bigint): void {
+    const from = this.position.get(partition) ?? 0n;
+    if (next <= from) return;
+    for (const m of records) {
+      if (BigInt(m.offset) >= from) this.apply(m.key?.toString() ?? null, m.value?.toString() ?? null);
     }
-  }
-
-  /** Replaces a consumer kafkajs gave up on; tries again every second until it runs or the view stops. */
-  private restart(crashed: Consumer): void {
-    if (this.stopped || this.consumer !== crashed) return;
-    this.consume().catch((err: unknown) => {
-      this.logger.warn({ topic: this.topic, err }, 'view consumer did not restart; trying again');
-      setTimeout(() => this.restart(this.consumer as Consumer), 1000).unref();
-    });
-  }
-
-  private async run(consumer: Consumer): Promise<void> {
-    await consumer.connect();
-    await consumer.subscribe({ topic: this.topic, fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatch: async ({ batch }) => {
-        const from = this.position.get(batch.partition) ?? 0n;
-        for (const m of batch.messages) {
-          if (BigInt(m.offset) >= from) this.apply(m.key?.toString() ?? null, m.value?.toString() ?? null);
-        }
-        this.advance(batch.partition, batch.lastOffset());
-      },
-    });
-    for (const [partition, offset] of this.position)
-      consumer.seek({ topic: this.topic, partition, offset: offset.toString() });
+    this.position.set(partition, next);
+    this.settleWaiters();
   }
 
   /**
@@ -205,7 +164,7 @@ export class KafkaStateView<T> implements StateView<T> {
       w.reject(new KafkaUnavailableError('view stopped'));
     }
     this.waiters.clear();
-    await this.consumer?.disconnect().catch(() => undefined);
+    await this.reading?.stop();
   }
 
   waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void> {
@@ -232,13 +191,6 @@ export class KafkaStateView<T> implements StateView<T> {
       };
       this.waiters.add(waiter);
     });
-  }
-
-  private advance(partition: number, lastOffset: string): void {
-    const next = BigInt(lastOffset) + 1n;
-    if ((this.position.get(partition) ?? 0n) >= next) return;
-    this.position.set(partition, next);
-    this.settleWaiters();
   }
 
   private apply(key: string | null, value: string | null): void {

@@ -201,6 +201,13 @@ export interface PartitionReadOptions {
    * the reading fetches no more (a page read to the end known at its request). Without it, it reads until stopped.
    */
   until?: string;
+  /**
+   * The reading ended for good and reads nothing more: its receiver threw, Kafka answered an error it calls not
+   * retriable, the position is past the partition's end, or `giveUpAfter` fetches in a row failed. Without
+   * `giveUpAfter`, failures that may pass (a broker restart, a moved leader) are tried again for as long as it runs.
+   */
+  onError?(err: Error): void;
+  giveUpAfter?: number;
 }
 
 export interface PartitionReading {

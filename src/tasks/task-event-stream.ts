@@ -192,6 +192,11 @@ export class TaskEventStream {
         fromOffset: fromOffset.toString(),
         onRecord: (record) => this.onRecord(record, firstEvent),
         ...(end !== undefined ? { until: end.toString() } : {}),
+        // Kafka refused the reading for good: the client is told by the stream's end, and reconnects.
+        onError: (err) => {
+          this.deps.logger.warn({ err, taskId: this.task.taskId }, 'task event stream lost its reader');
+          this.end();
+        },
       },
       remaining(),
     );

@@ -1,5 +1,6 @@
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { HighWatermarks } from '../../src/kafka/high-watermarks';
+import { readingCluster } from '../../src/kafka/reader-clusters';
 import { KafkaStateView } from '../../src/kafka/state-view';
 import { createLogger } from '../../src/logger';
 import { testBrokers, uniquePrefix } from '../support/test-service';
@@ -67,7 +68,7 @@ test('a view synced while a transaction is open has its record once the sync ret
     answered();
     return offsets;
   };
-  const view = new KafkaStateView(kafka, topic, (v) => v, latest, createLogger('silent'));
+  const view = new KafkaStateView(readingCluster(kafka), topic, (v) => v, latest, createLogger('silent'));
   closers.push(() => view.stop());
   await view.start(30000);
 

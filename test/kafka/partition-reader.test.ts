@@ -1,4 +1,5 @@
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { KafkaPartitionReader } from '../../src/kafka/partition-reader';
 import { KafkaUnavailableError, type IncomingRecord } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
@@ -42,23 +43,22 @@ async function end(topic: string): Promise<string> {
 
 test('hands over the committed records from the offset, in order, and passes markers and aborted records', async () => {
   const topic = await newTopic(admin, 'reader');
+  // One producer, so the layout is fixed: a1 0, a2 1, marker 2, x1-x3 3-5, marker 6, b1 7, marker 8, y1 9, marker 10.
   await write(topic, ['a1', 'a2'], 'commit');
   await write(topic, ['x1', 'x2', 'x3'], 'abort');
   await write(topic, ['b1'], 'commit');
   await write(topic, ['y1'], 'abort');
   const before = await end(topic);
+  expect(before).toBe('11');
   const got: IncomingRecord[] = [];
-  // From the second record on: offset 1 (a2); 0 is a1.
   const reading = await reader.open({ topic, partition: 1, fromOffset: '1', onRecord: (r) => void got.push(r) }, 5000);
   try {
     // Ends on an aborted transaction's marker: reached only by passing it.
     await reading.reached(before, 10000);
-    expect(got.map((r) => r.value)).toEqual(['a2', 'b1']);
-    expect(got.map((r) => [r.topic, r.partition, r.key, r.headers.h])).toEqual([
-      [topic, 1, 'k', 'a2'],
-      [topic, 1, 'k', 'b1'],
+    expect(got.map((r) => [r.offset, r.value, r.key, r.headers.h, r.topic, r.partition])).toEqual([
+      ['1', 'a2', 'k', 'a2', topic, 1],
+      ['7', 'b1', 'k', 'b1', topic, 1],
     ]);
-    expect(BigInt(got[1].offset)).toBeGreaterThan(BigInt(got[0].offset));
     // Records committed after the reading opened come too, in order.
     await write(topic, ['c1', 'c2'], 'commit');
     await until(async () => (got.length === 4 ? true : undefined), 10000);
@@ -66,6 +66,60 @@ test('hands over the committed records from the offset, in order, and passes mar
   } finally {
     await reading.stop();
   }
+  // From inside the aborted transaction: none of it.
+  const inside: string[] = [];
+  const second = await reader.open(
+    { topic, partition: 1, fromOffset: '4', until: before, onRecord: (r) => void inside.push(r.value ?? '') },
+    5000,
+  );
+  await second.reached(before, 10000);
+  await second.stop();
+  expect(inside).toEqual(['b1']);
+  expect(reader.openReadings).toBe(0);
+});
+
+test('a reading to `until` hands over nothing from there, ends, and leaves its connection to the next reading', async () => {
+  const topic = await newTopic(admin, 'reader');
+  await write(topic, ['u1', 'u2'], 'commit');
+  await write(topic, ['u3'], 'commit');
+  // u1 0, u2 1, marker 2, u3 3, marker 4: up to, not including, u3.
+  const got: string[] = [];
+  const onRecord = (r: IncomingRecord) => void got.push(r.value ?? '');
+  const page = await reader.open({ topic, partition: 1, fromOffset: '0', until: '3', onRecord }, 5000);
+  const idle = reader.idleConnections;
+  await page.reached('3', 10000);
+  await page.stop();
+  expect(got).toEqual(['u1', 'u2']);
+  expect(reader.idleConnections).toBe(idle + 1);
+  // The next reading takes it, and reads on the kept connection.
+  const next = await reader.open({ topic, partition: 1, fromOffset: '3', onRecord }, 5000);
+  expect(reader.idleConnections).toBe(idle);
+  await next.reached('5', 10000);
+  await next.stop();
+  expect(got).toEqual(['u1', 'u2', 'u3']);
+});
+
+test('a receiver that throws ends the reading (onError) instead of being handed the record for ever', async () => {
+  const topic = await newTopic(admin, 'reader');
+  await write(topic, ['t1', 't2'], 'commit');
+  let calls = 0;
+  const failed = new Promise<Error>((resolve) => {
+    void reader.open(
+      {
+        topic,
+        partition: 1,
+        fromOffset: '0',
+        onRecord: () => {
+          calls += 1;
+          throw new Error('receiver broke');
+        },
+        onError: resolve,
+      },
+      5000,
+    );
+  });
+  expect((await failed).message).toBe('receiver broke');
+  expect(calls).toBe(1);
   expect(reader.openReadings).toBe(0);
 });
 
@@ -101,20 +155,28 @@ test('a position below the log start (records deleted) goes on from the first re
   }
 });
 
-test('a broker that does not answer: opening fails with KafkaUnavailableError within its timeout', async () => {
+test('a broker that accepts connections and never answers: opening fails within its timeout', async () => {
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => void sockets.add(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const { port } = silent.address() as AddressInfo;
   const nowhere = new Kafka({
-    clientId: 'partition-reader-nowhere',
-    // A port nothing listens on: connections are refused.
-    brokers: ['127.0.0.1:1'],
+    clientId: 'partition-reader-silent',
+    brokers: [`127.0.0.1:${port}`],
     logLevel: logLevel.NOTHING,
-    connectionTimeout: 300,
-    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 200 },
+    requestTimeout: 1000,
+    retry: { retries: 1, initialRetryTime: 100, maxRetryTime: 200 },
   });
   const lost = new KafkaPartitionReader(nowhere, logger);
-  const started = Date.now();
-  const opening = lost.open({ topic: 'any', partition: 0, fromOffset: '0', onRecord: () => undefined }, 1000);
-  await expect(opening).rejects.toBeInstanceOf(KafkaUnavailableError);
-  // The bound the api's 503 relies on (KAFKA_TIMEOUT_MS): generous for a busy machine, far below kafkajs's retries.
-  expect(Date.now() - started).toBeLessThan(5000);
-  expect(lost.openReadings).toBe(0);
+  try {
+    const started = Date.now();
+    const opening = lost.open({ topic: 'any', partition: 0, fromOffset: '0', onRecord: () => undefined }, 1000);
+    await expect(opening).rejects.toBeInstanceOf(KafkaUnavailableError);
+    // The api's 503 comes within KAFKA_TIMEOUT_MS: the reading does not wait for the silent broker's answer.
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect(lost.openReadings).toBe(0);
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
 });
