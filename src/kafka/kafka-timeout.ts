@@ -8,3 +8,20 @@ export function withKafkaTimeout<T>(promise: Promise<T>, ms: number, what: strin
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** Waits for `promise` at most `ms`, then goes on either way: a shutdown step that must not hold the exit. */
+export async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([
+    promise.then(
+      () => undefined,
+      () => undefined,
+    ),
+    elapsed,
+  ]);
+  clearTimeout(timer);
+}

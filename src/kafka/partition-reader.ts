@@ -1,11 +1,13 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
-import { withKafkaTimeout } from './kafka-timeout';
+import { atMost, withKafkaTimeout } from './kafka-timeout';
 import { Reading } from './partition-reading';
 import { ReaderClusters, type ReadingCluster } from './reader-clusters';
 import type { PartitionReader, PartitionReadOptions, PartitionReading } from './types';
 
 const LATEST = -1;
+/** a fetch waits at the broker up to a second: a shutdown gives the connections a little more to close */
+const CLOSE_WAIT_MS = 2000;
 
 /** PartitionReader on kafkajs; tracks its readings so the gateway can stop them on shutdown. */
 export class KafkaPartitionReader implements PartitionReader {
@@ -65,8 +67,11 @@ export class KafkaPartitionReader implements PartitionReader {
     return this.clusters.idleCount;
   }
 
+  /** Stops every reading and closes every connection; waits for a fetch in flight at most CLOSE_WAIT_MS. */
   async closeAll(): Promise<void> {
-    await Promise.all([...this.readings].map((r) => r.stop()));
+    const readings = [...this.readings];
+    await Promise.all(readings.map((r) => r.stop()));
+    await atMost(Promise.all(readings.map((r) => r.closed())), CLOSE_WAIT_MS);
     await this.clusters.close();
     this.connecting = undefined;
     await this.lookups.disconnect().catch(() => undefined);

@@ -50,6 +50,7 @@ export class Reading implements PartitionReading {
    */
   private busy = true;
   private readonly waiters = new Set<Waiter>();
+  private closing: Promise<void> | undefined;
 
   constructor(
     private readonly clusters: ReaderClusters,
@@ -115,7 +116,12 @@ export class Reading implements PartitionReading {
   }
 
   private release(): void {
-    void this.cluster.disconnect().catch(() => undefined);
+    this.closing = this.cluster.disconnect().catch(() => undefined);
+  }
+
+  /** Resolves once the connection this reading closed is closed (a shutdown waits for it, bounded). */
+  closed(): Promise<void> {
+    return this.closing ?? Promise.resolve();
   }
 
   /** Awaits a request of the loop; once the reading is stopped, the connection it may have reopened is closed. */

@@ -1,6 +1,6 @@
 import type { Logger } from '../logger';
 import { committedRecords, nextOffsetAfter, STALE_METADATA } from './fetched-records';
-import { withKafkaTimeout } from './kafka-timeout';
+import { atMost, withKafkaTimeout } from './kafka-timeout';
 import { FETCH_ISOLATION, type FetchedMessage, type ReadingCluster } from './reader-clusters';
 import { KafkaUnavailableError } from './types';
 
@@ -9,6 +9,7 @@ const MAX_PARTITION_BYTES = 1024 * 1024;
 const MAX_FETCH_BYTES = 10 * 1024 * 1024;
 /** how long the broker holds a fetch that found nothing new (a stop waits for it no longer: it disconnects) */
 const MAX_WAIT_MS = 1000;
+const CLOSE_WAIT_MS = 2000;
 const EARLIEST = -2;
 const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 2000;
@@ -61,17 +62,20 @@ export class TopicReading {
   }
 
   /**
-   * Returns at once: kafkajs's disconnect waits for the fetches in flight (up to MAX_WAIT_MS), and each loop closes
-   * the connection again once its last request is answered, in case that request reopened it.
+   * kafkajs's disconnect waits for the fetches in flight (up to MAX_WAIT_MS; a broker that does not answer, its
+   * request timeout): a stop waits for it at most CLOSE_WAIT_MS. Each loop closes the connection again once its
+   * last request is answered, in case that request reopened it.
    */
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.stopped = true;
-    this.release();
-    return Promise.resolve();
+    await atMost(this.release(), CLOSE_WAIT_MS);
   }
 
-  private release(): void {
-    void this.cluster.disconnect().catch(() => undefined);
+  private release(): Promise<void> {
+    return this.cluster.disconnect().then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   private partitions(): number[] {
@@ -130,7 +134,7 @@ export class TopicReading {
       }
     }
     // Stopped after a request: kafkajs reconnects for any request, so the loop closes what it may have reopened.
-    this.release();
+    void this.release();
   }
 
   private async fetchFrom(nodeId: string, partitions: number[]): Promise<void> {
