@@ -1,8 +1,9 @@
 import type { Kafka } from 'kafkajs';
 import { clusterFactory } from './kafkajs-cluster-factory';
 
-/** kafkajs's wire value for ListOffsets' isolation_level */
+/** kafkajs's wire values for ListOffsets' isolation_level */
 const READ_UNCOMMITTED = 0;
+const READ_COMMITTED = 1;
 const LATEST = -1;
 /** kafkajs's default for its producers and consumers */
 const METADATA_MAX_AGE_MS = 300000;
@@ -43,11 +44,12 @@ export class HighWatermarks {
   private readonly cluster: KafkajsCluster;
   private connecting: Promise<void> | undefined;
 
-  constructor(kafka: Kafka) {
+  /** With `lastStable`, the last stable offsets instead (read_committed): where a committed reader can get to now. */
+  constructor(kafka: Kafka, options: { lastStable?: boolean } = {}) {
     const create = clusterFactory(kafka);
     this.cluster = create({
       allowAutoTopicCreation: false,
-      isolationLevel: READ_UNCOMMITTED,
+      isolationLevel: options.lastStable ? READ_COMMITTED : READ_UNCOMMITTED,
       // kafkajs's own clients get this default from their factories, its cluster factory gives 0: metadata that
       // expires at once, which made every call (one per view sync) a Metadata round trip before its ListOffsets.
       // A moved leader or a failed call still refreshes at once (see of()).

@@ -2,10 +2,10 @@ import type { Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
 import { atMost, withKafkaTimeout } from './kafka-timeout';
 import { Reading } from './partition-reading';
-import { ReaderClusters, type ReadingCluster } from './reader-clusters';
+import { HighWatermarks } from './high-watermarks';
+import { ReaderClusters } from './reader-clusters';
 import type { PartitionReader, PartitionReadOptions, PartitionReading } from './types';
 
-const LATEST = -1;
 /** a fetch waits at the broker up to a second: a shutdown gives the connections a little more to close */
 const CLOSE_WAIT_MS = 2000;
 
@@ -13,16 +13,15 @@ const CLOSE_WAIT_MS = 2000;
 export class KafkaPartitionReader implements PartitionReader {
   private readonly readings = new Set<Reading>();
   private readonly clusters: ReaderClusters;
-  /** kept for ListOffsets, which never waits at the broker: one round trip once connected */
-  private readonly lookups: ReadingCluster;
-  private connecting: Promise<void> | undefined;
+  /** kept connected for ListOffsets, which never waits at the broker: one round trip */
+  private readonly ends: HighWatermarks;
 
   constructor(
     kafka: Kafka,
     private readonly logger: Logger,
   ) {
     this.clusters = new ReaderClusters(kafka);
-    this.lookups = this.clusters.take();
+    this.ends = new HighWatermarks(kafka, { lastStable: true });
   }
 
   async open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading> {
@@ -34,27 +33,10 @@ export class KafkaPartitionReader implements PartitionReader {
 
   /** The last stable offset (read_committed): what a reading can reach now. */
   async endOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
-    return withKafkaTimeout(this.lastStable(topic, partition), timeoutMs, `end offset of ${topic}/${partition}`);
-  }
-
-  private async lastStable(topic: string, partition: number): Promise<string> {
-    this.connecting ??= this.lookups.connect().catch((err: unknown) => {
-      this.connecting = undefined;
-      throw err;
-    });
-    await this.connecting;
-    await this.lookups.addTargetTopic(topic);
-    try {
-      const query = [{ topic, fromTimestamp: LATEST, partitions: [{ partition }] }];
-      const answer = await this.lookups.fetchTopicsOffset(query);
-      const found = answer[0]?.partitions.find((p) => p.partition === partition);
-      if (!found) throw new Error(`${topic} has no partition ${partition}`);
-      return found.offset;
-    } catch (err) {
-      // A moved leader or a stale partition list: the next call asks with fresh metadata.
-      await this.lookups.refreshMetadata().catch(() => undefined);
-      throw err;
-    }
+    const ends = await withKafkaTimeout(this.ends.of(topic), timeoutMs, `end offset of ${topic}/${partition}`);
+    const end = ends.get(partition);
+    if (end === undefined) throw new Error(`${topic} has no partition ${partition}`);
+    return end.toString();
   }
 
   /** readings not yet stopped, for operators and tests */
@@ -73,7 +55,6 @@ export class KafkaPartitionReader implements PartitionReader {
     await Promise.all(readings.map((r) => r.stop()));
     await atMost(Promise.all(readings.map((r) => r.closed())), CLOSE_WAIT_MS);
     await this.clusters.close();
-    this.connecting = undefined;
-    await this.lookups.disconnect().catch(() => undefined);
+    await this.ends.close();
   }
 }

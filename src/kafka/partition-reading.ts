@@ -1,9 +1,11 @@
+import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
 import { withKafkaTimeout } from './kafka-timeout';
 import { asIncoming, committedRecords, nextOffsetAfter, STALE_METADATA } from './fetched-records';
 import {
   FETCH_ISOLATION,
   type FetchedPartition,
+  logStart,
   type FetchingBroker,
   type ReaderClusters,
   type ReadingCluster,
@@ -14,8 +16,6 @@ import { KafkaUnavailableError, type PartitionReadOptions, type PartitionReading
 const MAX_FETCH_BYTES = 256 * 1024;
 /** how long the broker holds a fetch that found nothing new */
 const MAX_WAIT_MS = 1000;
-/** kafkajs's wire value for ListOffsets' earliest */
-const EARLIEST = -2;
 /** a failing fetch is tried again after this, doubling up to the max: the reading outlives a broker restart */
 const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 2000;
@@ -247,7 +247,7 @@ export class Reading implements PartitionReading {
     if (type === undefined || STALE_METADATA.has(type) || failures > 1) {
       await this.step(this.cluster.refreshMetadata().catch(() => undefined));
     }
-    await this.step(new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1)))));
+    await this.step(new Promise((r) => setTimeout(r, retryDelayMs(failures, RETRY_BASE_MS, RETRY_MAX_MS))));
     return false;
   }
 
@@ -258,9 +258,7 @@ export class Reading implements PartitionReading {
    */
   private async outOfRange(): Promise<boolean> {
     const { topic, partition } = this.options;
-    const query = [{ topic, fromTimestamp: EARLIEST, partitions: [{ partition }] }];
-    const [answer] = await this.step(this.cluster.fetchTopicsOffset(query));
-    const earliest = BigInt(answer.partitions.find((p) => p.partition === partition)?.offset ?? '0');
+    const earliest = await this.step(logStart(this.cluster, topic, partition));
     if (this.position >= earliest) return false;
     this.logger.warn({ topic, partition, from: String(this.position), to: String(earliest) }, 'reader skipped deleted');
     this.advance(earliest);

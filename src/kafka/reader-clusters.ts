@@ -1,8 +1,9 @@
 import type { Kafka } from 'kafkajs';
 import { clusterFactory } from './kafkajs-cluster-factory';
 
-/** kafkajs's wire value for Fetch's and ListOffsets' isolation_level */
+/** kafkajs's wire values: Fetch's and ListOffsets' isolation_level, ListOffsets' earliest */
 const READ_COMMITTED = 1;
+const EARLIEST = -2;
 /** kafkajs's own clients' default; a moved leader refreshes at once (the reading's recovery) */
 const METADATA_MAX_AGE_MS = 300000;
 /** idle connections kept for the next reading, and for how long */
@@ -62,6 +63,12 @@ export function readingCluster(kafka: Kafka): () => ReadingCluster {
       isolationLevel: READ_COMMITTED,
       metadataMaxAge: METADATA_MAX_AGE_MS,
     }) as ReadingCluster;
+}
+
+/** The first offset a partition's log still holds (records below it were deleted). */
+export async function logStart(cluster: ReadingCluster, topic: string, partition: number): Promise<bigint> {
+  const [answer] = await cluster.fetchTopicsOffset([{ topic, fromTimestamp: EARLIEST, partitions: [{ partition }] }]);
+  return BigInt(answer.partitions.find((p) => p.partition === partition)?.offset ?? '0');
 }
 
 /**

@@ -1,7 +1,8 @@
+import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
 import { committedRecords, nextOffsetAfter, STALE_METADATA } from './fetched-records';
 import { atMost, withKafkaTimeout } from './kafka-timeout';
-import { FETCH_ISOLATION, type FetchedMessage, type ReadingCluster } from './reader-clusters';
+import { FETCH_ISOLATION, logStart, type FetchedMessage, type ReadingCluster } from './reader-clusters';
 import { KafkaUnavailableError } from './types';
 
 /** kafkajs's consumer defaults: a partition's share of a fetch, and the whole fetch */
@@ -10,7 +11,6 @@ const MAX_FETCH_BYTES = 10 * 1024 * 1024;
 /** how long the broker holds a fetch that found nothing new (a stop waits for it no longer: it disconnects) */
 const MAX_WAIT_MS = 1000;
 const CLOSE_WAIT_MS = 2000;
-const EARLIEST = -2;
 const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 2000;
 
@@ -180,7 +180,7 @@ export class TopicReading {
       this.logger.warn({ err, topic, failures }, 'topic reading fetch failed; fetching again');
     }
     if (type === undefined || STALE_METADATA.has(type) || failures > 1) await this.refreshed();
-    await new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (failures - 1))));
+    await new Promise((r) => setTimeout(r, retryDelayMs(failures, RETRY_BASE_MS, RETRY_MAX_MS)));
   }
 
   /**
@@ -191,10 +191,7 @@ export class TopicReading {
    */
   private async outOfRange(partition: number): Promise<void> {
     const { topic } = this.options;
-    const [answer] = await this.cluster.fetchTopicsOffset([
-      { topic, fromTimestamp: EARLIEST, partitions: [{ partition }] },
-    ]);
-    const earliest = BigInt(answer.partitions.find((p) => p.partition === partition)?.offset ?? '0');
+    const earliest = await logStart(this.cluster, topic, partition);
     const position = this.options.positionOf(partition);
     if (position >= earliest) throw new Error(`${topic}/${partition} position ${position} is past the log's end`);
     this.logger.warn({ topic, partition, from: String(position), to: String(earliest) }, 'records deleted before read');
