@@ -106,6 +106,7 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
   const subscriptions = await SubscriptionStore.open(kafka, {
     publisher,
     topic: kafka.topics.subscriptions,
+    cursorTopic: kafka.topics.callbackBacklogs,
     timeoutMs: config.kafkaTimeoutMs,
     retentionMs: config.taskRetentionMs,
   });

@@ -1,6 +1,6 @@
 import type { ConsumerRole } from '../../src/service';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
-import { BACKLOG_CURSORS_VIEW } from './backlog-cursors';
+import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
 import { startCallbackBridge } from './callback-bridge';
 
 /** The bridge role: wires the callback bridge from the process's kernel. */
@@ -17,6 +17,7 @@ export const callbackBridgeRole: ConsumerRole = {
       subscriptions: await SubscriptionStore.open(kafka, {
         publisher: kafka.publisher,
         topic: kafka.topics.subscriptions,
+        cursorTopic: kafka.topics.callbackBacklogs,
         timeoutMs: config.kafkaTimeoutMs,
       }),
       groupId: `${config.topicPrefix}callback-bridge`,

@@ -15,7 +15,7 @@ import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
 import { DeliveryLane, type LaneDeps } from './delivery-lanes';
 import type { CallbackParts } from './lane-job';
-import type { BacklogCursor } from './backlog-cursors';
+import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
 import { LaneSources, type HoldCommit } from './lane-sources';
 import { AttemptRecorder } from './attempt-recorder';
 import { createCallbackAgent } from './send-callback';
@@ -81,6 +81,7 @@ export class CallbackBridge {
     // Whoever ended it (this bridge after a delivery, a refusal, or a client's cancel through the api).
     deps.subscriptions.view.onChange((id, s) => {
       if (!s || s.status !== 'active') this.sources.subscriptionEnded(id);
+      else if (s.taskEventsFrom) this.sources.owed(s, s.taskEventsFrom);
     });
   }
 

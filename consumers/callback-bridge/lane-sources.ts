@@ -3,9 +3,10 @@ import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
 import type { BacklogLag } from '../../src/metrics/metrics';
-import { wants, type Subscription } from '../../src/subscriptions/subscription';
+import { wants, type Subscription, type TaskEventPosition } from '../../src/subscriptions/subscription';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
-import { CursorWriter, cursorsOf, type BacklogCursor, type CursorDeps } from './backlog-cursors';
+import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
+import { CursorWriter, cursorsOf, type CursorDeps } from './backlog-cursors';
 import { parseEvent, type BridgeEvent } from './bridge-event';
 import type { DeliveryLane } from './delivery-lanes';
 import { LaneStopped, type CallbackParts, type LaneJob } from './lane-job';
@@ -151,6 +152,22 @@ export class LaneSources {
       // the partition back once it has caught up, as a live one does.
       offers.backlogs.set(c.subscriptionId, this.backlog(c.subscriptionId, offers, { from: BigInt(c.from) }));
     }
+  }
+
+  /**
+   * A subscription owed its task's events from `at` (the api wrote a backlog cursor there with it) is in the view
+   * now: where this member offers that partition, a backlog reads them for it, as one taken over from that cursor
+   * would. Made as the view applies the subscription, before any event is matched against it, so none of its events
+   * reaches the lane from the group consumer as well. Where this member does not offer the partition yet, restore()
+   * finds the cursor.
+   */
+  owed(sub: Subscription, at: TaskEventPosition): void {
+    const offers = this.partitions.get(`${at.topic}\u0000${at.partition}`);
+    if (!offers || offers.signal.aborted || offers.backlogs.has(sub.id)) return;
+    const backlog = this.backlog(sub.id, offers, { from: BigInt(at.offset) });
+    offers.backlogs.set(sub.id, backlog);
+    // The group consumer may have offered past it already: then the backlog reads at once.
+    backlog.offered(offers.next);
   }
 
   /** The lane's head began failing: the callbacks queued behind it are let go; each partition's read again later. */

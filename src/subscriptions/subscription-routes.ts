@@ -11,11 +11,11 @@ import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import type { TaskSubscriber } from '../tasks/task-routes';
 import { taskRepresentation } from '../tasks/task-representation';
-import { isFinal } from '../tasks/task-snapshot';
+import { isFinal, type TaskSnapshot } from '../tasks/task-snapshot';
 import type { TaskStore } from '../tasks/task-store';
 import { checkCallbackUrl, type Lookup } from './callback-url-policy';
 import type { DeliveryHistory } from './delivery-attempt';
-import type { Subscription } from './subscription';
+import type { Subscription, TaskEventPosition } from './subscription';
 import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscription-representation';
 import { subscriptionRouteSchemas, subscriptionSchema, type NewSubscriptionBody } from './subscription-schemas';
 import type { SubscriptionStore } from './subscription-store';
@@ -74,6 +74,15 @@ export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
       };
     },
   };
+}
+
+/**
+ * Where a task subscribed to over HTTP is owed its events from: its first event. A subscription to a task wants the
+ * task's events whenever it is made, also those written before it (see SubscriptionStore's owed events).
+ */
+function taskEventsFrom(task: TaskSnapshot): TaskEventPosition | undefined {
+  if (task.partition < 0 || task.offset < 0) return undefined;
+  return { topic: task.topic, partition: task.partition, offset: String(task.offset) };
 }
 
 export async function subscriptionRoutes(app: FastifyInstance, deps: SubscriptionRouteDeps): Promise<void> {
@@ -136,15 +145,22 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         return s;
       },
       create: (keyed) =>
-        store.create({ tenant, callbackUrl: body.callbackUrl, mode: body.mode, taskId, events: body.events }, keyed),
+        store.create(
+          {
+            tenant,
+            callbackUrl: body.callbackUrl,
+            mode: body.mode,
+            taskId,
+            taskEventsFrom: task && taskEventsFrom(task),
+            events: body.events,
+          },
+          keyed,
+        ),
     });
     // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.
     const rep = newSubscriptionRepresentation(created);
-    // The bridge delivers events as they are written: a task that has already ended has none left to send.
     if (task && isFinal(task.status)) {
-      rep.message =
-        `${String(rep.message)} The task has already finished (${task.status}), so no callback will come for it: ` +
-        `read its outcome at /tasks/${task.taskId}.`;
+      rep.message = `${String(rep.message)} The task has already finished (${task.status}); its outcome is sent all the same.`;
     }
     return reply.code(201).header('location', `/subscriptions/${created.id}`).send(rep);
   });

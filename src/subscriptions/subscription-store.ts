@@ -3,7 +3,14 @@ import type { KeyedCreation, OutgoingRecord, Publisher, StateView, ViewSource } 
 import { writeThenRead } from '../kafka/read-your-writes';
 import { LOG_RETENTION_MS } from '../kafka/topics';
 import { waitAtLeast } from '../lib/abortable-sleep';
-import { SUBSCRIPTIONS_VIEW, type CancelReason, type Subscription, type SubscriptionMode } from './subscription';
+import { cursorKey, type BacklogCursor } from './backlog-cursor';
+import {
+  SUBSCRIPTIONS_VIEW,
+  type CancelReason,
+  type Subscription,
+  type SubscriptionMode,
+  type TaskEventPosition,
+} from './subscription';
 import { CANCEL_SETTLE_MS } from './subscription-lease';
 import { newSecret } from './webhook-signature';
 import { isoNow } from '../lib/iso-now';
@@ -12,6 +19,8 @@ export interface SubscriptionStoreDeps {
   view: StateView<Subscription>;
   publisher: Publisher;
   topic: string;
+  /** the callback-backlogs topic, where a subscription to a task that began already owes it its events */
+  cursorTopic: string;
   timeoutMs: number;
   /**
    * TASK_RETENTION_MS: how long a cancelled subscription is kept after it ended. Without it (the bridge, which only
@@ -31,6 +40,7 @@ export interface NewSubscription {
   callbackUrl: string;
   mode: SubscriptionMode;
   taskId?: string;
+  taskEventsFrom?: TaskEventPosition;
   events?: string[];
 }
 
@@ -116,8 +126,22 @@ export class SubscriptionStore {
   /** `idempotency`: the request's creation under its Idempotency-Key, whose answer the write carries. */
   async create(n: NewSubscription, idempotency?: KeyedCreation): Promise<Subscription> {
     const { subscription, record } = this.draft(n);
-    await this.write([record], this.deps.timeoutMs, idempotency);
+    await this.write([record, ...this.owedEvents(subscription)], this.deps.timeoutMs, idempotency);
     return subscription;
+  }
+
+  /**
+   * A subscription to a task that began already is owed the task's events from its first one: a backlog cursor
+   * there, in the subscription's transaction, makes the bridge read them back for it (at least once, in order), and
+   * keep them from the group consumer's lane until it has. Without it, an event the bridge had read before the
+   * subscription was in its view (the final one of a task that was just finishing, say) would never be delivered.
+   */
+  private owedEvents(s: Subscription): OutgoingRecord[] {
+    const at = s.taskEventsFrom;
+    if (!at) return [];
+    const cursor: BacklogCursor = { subscriptionId: s.id, topic: at.topic, partition: at.partition, from: at.offset };
+    const key = cursorKey(s.id, at.topic, at.partition);
+    return [{ topic: this.deps.cursorTopic, key, value: JSON.stringify(cursor) }];
   }
 
   /**

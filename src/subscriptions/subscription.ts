@@ -3,6 +3,13 @@ import type { ViewSpec } from '../kafka/types';
 export type SubscriptionMode = 'once' | 'continuous';
 export type CancelReason = 'requested' | 'delivered-once' | 'refused' | 'gone';
 
+/** Where a task's events begin: its first event's record. */
+export interface TaskEventPosition {
+  topic: string;
+  partition: number;
+  offset: string;
+}
+
 /** A subscription in the compacted subscriptions topic, key = its UUID. */
 export interface Subscription {
   id: string;
@@ -11,6 +18,12 @@ export interface Subscription {
   mode: SubscriptionMode;
   /** one task's events… */
   taskId?: string;
+  /**
+   * …from this position on: the task's first event, for a subscription made over HTTP after its task was accepted.
+   * Its task's events may already be behind the bridge, so the api writes a backlog cursor there with it (see
+   * backlog-cursor.ts) and the bridge reads them back from Kafka: the subscription gets them whenever it was made.
+   */
+  taskEventsFrom?: TaskEventPosition;
   /** …or every event of these kinds */
   events?: string[];
   /** Standard Webhooks signing secret, `whsec_<base64>` */

@@ -1,6 +1,6 @@
 import { MockAgent, type Agent } from 'undici';
 import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
-import { BACKLOG_CURSORS_VIEW } from '../../consumers/callback-bridge/backlog-cursors';
+import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
 import type { PartitionReader } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import type { Subscription } from '../../src/subscriptions/subscription';
@@ -49,7 +49,13 @@ export function backlogBridge({ laneBuffer, delayMs = 0, concurrency = laneBuffe
         cursors,
         publisher,
         topics,
-        subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 1000 }),
+        subscriptions: new SubscriptionStore({
+          view,
+          publisher,
+          topic: 'subs',
+          cursorTopic: 'backlogs',
+          timeoutMs: 1000,
+        }),
         groupId: 'bridge',
         allowPrivate: true,
         concurrency,

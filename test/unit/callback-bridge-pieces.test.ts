@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { MockAgent, type Agent } from 'undici';
 import { callbackBody, parseEvent, webhookId } from '../../consumers/callback-bridge/bridge-event';
-import type { BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
+import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
 import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
 import { createLogger } from '../../src/logger';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
@@ -123,7 +123,13 @@ describe('CallbackBridge.admit: an event is matched against every subscription c
         },
         cursors: new FakeView<BacklogCursor>(),
         // Generous bounds: nothing here waits on them, and a machine with both cores busy must not trip them.
-        subscriptions: new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 10000 }),
+        subscriptions: new SubscriptionStore({
+          view,
+          publisher,
+          topic: 'subs',
+          cursorTopic: 'backlogs',
+          timeoutMs: 10000,
+        }),
         groupId: 'bridge',
         allowPrivate: true,
         concurrency: 10,

@@ -34,7 +34,13 @@ function setup(maxAttempts = 5) {
   agent.disableNetConnect();
   const publisher = new FakePublisher();
   const subscriptions = new FakeView<Subscription>();
-  const store = new SubscriptionStore({ view: subscriptions, publisher, topic: 'subs', timeoutMs: 1000 });
+  const store = new SubscriptionStore({
+    view: subscriptions,
+    publisher,
+    topic: 'subs',
+    cursorTopic: 'backlogs',
+    timeoutMs: 1000,
+  });
   const deps: LaneDeps = {
     publisher,
     history: new AttemptRecorder(publisher, 0),

@@ -81,6 +81,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
   const subscriptions = await SubscriptionStore.open(kafka, {
     publisher,
     topic: kafka.topics.subscriptions,
+    cursorTopic: kafka.topics.callbackBacklogs,
     timeoutMs,
     retentionMs: 3600000,
   });

@@ -3,7 +3,7 @@ import { until } from '../support/until';
 import { TOPIC, orderEvents, orderSubscription, range } from './order-events';
 import { FakeCommitHolds } from './fakes';
 import { backlogBridge } from './backlog-bridge';
-import type { BacklogCursor } from '../../consumers/callback-bridge/backlog-cursors';
+import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
 
 /*
  * A lane holds a bounded number of callbacks; what it has no room for (its buffer is full, or its head is failing)

@@ -10,7 +10,7 @@ import { FakePublisher, FakeView } from './fakes';
 function store() {
   const view = new FakeView<Subscription>();
   const publisher = new FakePublisher();
-  const s = new SubscriptionStore({ view, publisher, topic: 'subs', timeoutMs: 3000 });
+  const s = new SubscriptionStore({ view, publisher, topic: 'subs', cursorTopic: 'backlogs', timeoutMs: 3000 });
   return { view, publisher, store: s };
 }
 

@@ -17,6 +17,7 @@ async function setup(tasks: string[] = []) {
   const store = await SubscriptionStore.open(kafka, {
     publisher: kafka.publisher,
     topic: kafka.topics.subscriptions,
+    cursorTopic: kafka.topics.callbackBacklogs,
     timeoutMs: 1000,
     retentionMs: RETENTION_MS,
   });

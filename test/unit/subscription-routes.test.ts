@@ -1,4 +1,5 @@
 import { problemType } from '../../src/problems/problem-types';
+import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
 import { TASKS_VIEW, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import { TENANT_B_KEY } from '../support/api-keys';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
@@ -153,18 +154,30 @@ describe('reading and cancelling', () => {
     expect((await call(tolerant.app, `/subscriptions/${kinds.UUID}?embedded=task`)).body._embedded).toBeUndefined();
   });
 
-  test('subscribing to a task that has already finished says no callback will come', async () => {
+  test('a task subscription is owed the task events from its first one: a backlog cursor there, with it', async () => {
     const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
-    const { taskId } = task.body;
+    const { taskId, topic, partition, offset } = task.body;
+    // The fake view sees what is written once it is open.
+    const cursors = tolerant.kafka.viewOf(BACKLOG_CURSORS_VIEW);
     const running = await subscribe({ callbackUrl: subscription.callbackUrl, mode: 'once', taskId });
     expect(running.message).not.toMatch(/already finished/);
+    expect(cursors.get(`${running.UUID}/${topic}/${partition}`)).toEqual({
+      subscriptionId: running.UUID,
+      topic,
+      partition,
+      from: String(offset),
+    });
     const tasks = tolerant.kafka.viewOf(TASKS_VIEW);
     const snapshot = tasks.get(taskId) as TaskSnapshot;
     const at = new Date().toISOString();
     tasks.set(taskId, { ...snapshot, status: 'succeeded', finishedAt: at, updatedAt: at });
     const late = await subscribe({ callbackUrl: subscription.callbackUrl, mode: 'once', taskId });
-    expect(late.message).toMatch(new RegExp(`already finished \\(succeeded\\).*/tasks/${taskId}`));
+    expect(late.message).toMatch(/already finished \(succeeded\); its outcome is sent all the same/);
     expect(late.secret).toMatch(/^whsec_/);
+    expect(cursors.get(`${late.UUID}/${topic}/${partition}`)).toMatchObject({ from: String(offset) });
+    // Event kinds are wanted from the subscription on: nothing is owed.
+    const kinds = await subscribe();
+    expect([...cursors.values()].filter((c) => c.subscriptionId === kinds.UUID)).toEqual([]);
   });
 
   test("GET /subscriptions lists the caller's own, oldest first, paged", async () => {
