@@ -71,7 +71,12 @@ const NEW_SUBSCRIPTION = {
   properties: {
     callbackUrl: { type: 'string', minLength: 1, maxLength: 2048, description: 'absolute http(s), public address' },
     mode: { enum: ['once', 'continuous'], description: 'once: one accepted callback, then cancelled' },
-    taskId: { type: 'string', minLength: 1, maxLength: 64 },
+    taskId: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 64,
+      description: "one task's events from its first (once: its outcome), also when it finished before",
+    },
     // The event kinds are the running API's (newSubscriptionSchema): any string, for the type.
     events: { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { type: 'string' } },
   },
