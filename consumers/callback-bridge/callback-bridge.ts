@@ -97,6 +97,11 @@ export class CallbackBridge {
     else await Promise.all(deliveries);
   }
 
+  /** The partition is this member's from `resumeAt` on (GroupConsumerOptions.onAssigned): its backlogs resume now. */
+  assigned(topic: string, partition: number, signal: AbortSignal, resumeAt: bigint): void {
+    this.sources.assigned(topic, partition, signal, resumeAt);
+  }
+
   /** what each subscription's backlogs have still to read from Kafka, per partition */
   backlogs(): BacklogLag[] {
     return this.sources.backlogs();
@@ -201,6 +206,7 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
     topics: [deps.topics.taskEvents, deps.topics.domainEvents],
     maxInFlight: deps.concurrency,
     handle: (record, signal, holdCommit) => bridge.onEvent(record, signal, holdCommit),
+    onAssigned: (topic, partition, signal, resumeAt) => bridge.assigned(topic, partition, signal, resumeAt),
   });
   return {
     async stop() {

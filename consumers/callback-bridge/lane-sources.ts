@@ -32,6 +32,8 @@ export interface PartitionOffers {
   backlogs: Map<string, LaneBacklog>;
   /** the backlogs left by the partition's previous owner are taken over (their cursors read) */
   restored: boolean;
+  /** the taking over, once begun: by the partition's assignment or its first record, whichever comes first */
+  restoring?: Promise<void>;
   /** per subscription: the one writer of its backlogs' cursor on this partition */
   cursors: Map<string, CursorWriter>;
 }
@@ -68,11 +70,24 @@ export class LaneSources {
 
   /** The partition's offers under this hand-back signal: a partition owned again starts afresh. */
   offersOf(record: IncomingRecord, signal: AbortSignal): PartitionOffers {
-    const key = `${record.topic}\u0000${record.partition}`;
+    return this.offersAt(record.topic, record.partition, signal, BigInt(record.offset));
+  }
+
+  /**
+   * The partition is this member's from `resumeAt` on, before any record of it came: its backlogs are taken over
+   * now, and subscriptions owed its events are served, although the partition may bring no new record for a long
+   * time (after a bridge's restart, a task that finished before it).
+   */
+  assigned(topic: string, partition: number, signal: AbortSignal, resumeAt: bigint): void {
+    const offers = this.offersAt(topic, partition, signal, resumeAt);
+    if (!offers.restored) void this.restore(offers);
+  }
+
+  /** `next`: where the group consumer's records resume, for offers made afresh */
+  private offersAt(topic: string, partition: number, signal: AbortSignal, next: bigint): PartitionOffers {
+    const key = `${topic}\u0000${partition}`;
     let offers = this.partitions.get(key);
     if (offers?.signal !== signal) {
-      const { topic, partition } = record;
-      const next = BigInt(record.offset);
       const fresh: PartitionOffers = {
         topic,
         partition,
@@ -128,7 +143,12 @@ export class LaneSources {
    * The backlogs the partition's previous owner left, from their cursors: read before the partition's first record
    * is offered, so none of their events is offered twice. Retried in place, like matching.
    */
-  async restore(offers: PartitionOffers): Promise<void> {
+  restore(offers: PartitionOffers): Promise<void> {
+    offers.restoring ??= this.takeOver(offers);
+    return offers.restoring;
+  }
+
+  private async takeOver(offers: PartitionOffers): Promise<void> {
     const { signal, topic, partition } = offers;
     const views = [this.deps.cursors, this.deps.subscriptions.view];
     for (let failures = 1; !signal.aborted; failures += 1) {
@@ -150,7 +170,11 @@ export class LaneSources {
       // below or past it, and offering the events from `until` on before the backlog has read up to it would put
       // them in the lane ahead of the backlog's (an inversion the bridge-kill fault test caught). The backlog gives
       // the partition back once it has caught up, as a live one does.
-      offers.backlogs.set(c.subscriptionId, this.backlog(c.subscriptionId, offers, { from: BigInt(c.from) }));
+      const backlog = this.backlog(c.subscriptionId, offers, { from: BigInt(c.from) });
+      offers.backlogs.set(c.subscriptionId, backlog);
+      // Everything below `next` is the group's already: one from below it reads now, not at the next record (which
+      // a partition with nothing new may never bring).
+      backlog.offered(offers.next);
     }
   }
 

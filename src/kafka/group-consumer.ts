@@ -1,4 +1,4 @@
-import type { Consumer, EachMessagePayload, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachMessagePayload, Kafka } from 'kafkajs';
 import { pause } from '../lib/abortable-sleep';
 import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
@@ -48,6 +48,12 @@ export async function runGroupConsumer(
   let fetchedAt = 0;
   /** per partition: its high watermark at the latest fetch, and the offset that fetch read up to (markers too) */
   const fetched = new Map<string, { topic: string; partition: number; highWatermark: bigint; to: bigint }>();
+
+  /** counts assignments: an answer about the partitions of an older one is not acted on */
+  let joins = 0;
+  /** the partitions of the latest assignment */
+  let assignment = new Set<string>();
+  let admin: Admin | undefined;
 
   /** partitions with a commit due at the next turn of the event loop */
   const due = new Set<PartitionProgress>();
@@ -177,6 +183,50 @@ export async function runGroupConsumer(
       const [topic, partition] = key.split('\u0000');
       options.onRevoked?.(topic, Number(partition));
     }
+    joins += 1;
+    assignment = assigned;
+    const fresh = Object.entries(payload.memberAssignment).filter(([, ps]) => ps.length > 0);
+    if (options.onAssigned && fresh.length > 0)
+      void announce(
+        consumer,
+        joins,
+        fresh.map(([topic]) => topic),
+      );
+  }
+
+  /**
+   * Tells onAssigned of the newly assigned partitions, at their committed offsets, by making their progress before a
+   * record does: a handler may owe a partition work that no new record would ever start (the bridge's backlogs).
+   * Tried a few times; a partition not told is still handled as its records come.
+   */
+  async function announce(member: Consumer, join: number, topics: string[]): Promise<void> {
+    const onAssigned = options.onAssigned;
+    if (!onAssigned) return;
+    const current = () => !stopping && consumer === member && joins === join;
+    for (let failures = 1; failures <= 5 && current(); failures += 1) {
+      try {
+        admin ??= kafka.admin();
+        await admin.connect();
+        const committed = await admin.fetchOffsets({ groupId: options.groupId, topics });
+        if (!current()) return;
+        for (const { topic, partitions } of committed) {
+          for (const { partition, offset } of partitions) {
+            const key = tp(topic, partition);
+            const at = BigInt(offset);
+            // Never committed: its records, from the beginning, start the progress if there are any.
+            if (at < 0n || !assignment.has(key) || work.has(key)) continue;
+            const progress = new PartitionProgress(at);
+            work.set(key, progress);
+            onAssigned(topic, partition, progress.signal, at);
+          }
+        }
+        return;
+      } catch (err) {
+        const retryInMs = retryDelayMs(failures, 200, 5000);
+        logger.warn({ groupId: options.groupId, err, retryInMs }, 'could not read the committed offsets; trying again');
+        await new Promise((resolve) => setTimeout(resolve, retryInMs).unref());
+      }
+    }
   }
 
   /** Runs the handler until it succeeds or the work is handed back; failures are retried with backoff. */
@@ -272,7 +322,7 @@ export async function runGroupConsumer(
         }),
       ]);
       clearTimeout(timer);
-      await consumer.disconnect().catch(() => undefined);
+      await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
     },
   };
 }

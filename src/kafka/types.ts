@@ -182,6 +182,12 @@ export interface GroupConsumerOptions {
   handle(record: IncomingRecord, signal: AbortSignal, holdCommit: (offset: bigint) => CommitHold): Promise<void>;
   /** partitions this member lost in a rebalance: in-flight work for them is aborted */
   onRevoked?(topic: string, partition: number): void;
+  /**
+   * A partition assigned to this member, told once its committed offset is known and before any of its records is
+   * handled (a partition with nothing new may never bring one): `signal` is the hand-back signal its records get too,
+   * `resumeAt` the offset they resume from. Not told for a partition the group has never committed.
+   */
+  onAssigned?(topic: string, partition: number, signal: AbortSignal, resumeAt: bigint): void;
 }
 
 /** What a PartitionReader hands over, in offset order; committed records only (read_committed). */

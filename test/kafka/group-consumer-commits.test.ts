@@ -143,3 +143,47 @@ describe('the group consumer on the real broker', () => {
     expect(commits).toEqual([]);
   });
 });
+
+describe('a partition assigned with nothing new to read', () => {
+  test('onAssigned tells its committed offset and hand-back signal, though no record comes', async () => {
+    const topic = `${uniquePrefix('assigned')}events`;
+    await createWithRecords(topic, 3);
+    const groupId = `${topic}.group`;
+    const silent = createLogger('silent');
+    // A first member reads the three records and commits past them, then leaves.
+    let handled = 0;
+    const first = await runGroupConsumer(
+      kafka,
+      { groupId, topics: [topic], maxInFlight: 10, handle: async () => void (handled += 1) },
+      silent,
+    );
+    await until(async () => (handled === 3 ? true : undefined), 30000);
+    await first.stop();
+    // The next member owns a partition it will get no record of: it is told of it all the same.
+    const told: { partition: number; resumeAt: bigint; signal: AbortSignal }[] = [];
+    const records: string[] = [];
+    const second = await runGroupConsumer(
+      kafka,
+      {
+        groupId,
+        topics: [topic],
+        maxInFlight: 10,
+        handle: async (r) => void records.push(r.offset),
+        onAssigned: (_, partition, signal, resumeAt) => told.push({ partition, resumeAt, signal }),
+      },
+      silent,
+    );
+    try {
+      await until(async () => (told.length > 0 ? true : undefined), 30000);
+      expect(told.map(({ partition, resumeAt }) => ({ partition, resumeAt }))).toEqual([
+        { partition: 0, resumeAt: 3n },
+      ]);
+      expect(told[0].signal.aborted).toBe(false);
+      expect(records).toEqual([]);
+    } finally {
+      await second.stop();
+    }
+    // Handed back on the stop: whatever the handler began for the partition ends with it.
+    expect(told[0].signal.aborted).toBe(true);
+  }, 60000);
+});

@@ -112,6 +112,33 @@ describe('a task subscription made after the bridge offered its task events', ()
     expect(accepted.get('early')).toEqual([0, 1, 2, 3]);
   });
 
+  test('a member assigned a partition with nothing new serves one made after it took the partition', async () => {
+    const { publisher, view, bridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
+    const topic = (await import('../../src/kafka/topics')).topicNames('unit.').taskEvents;
+    const events = await taskEvents(publisher, topic, 'task-5');
+    // Restarted after the task's events were committed by the group: no record of the partition will come.
+    bridge.assigned(topic, 0, owned().signal, BigInt(events[3].offset) + 1n);
+    const s = lateSubscription('quiet', 'task-5', 'continuous', events[0]);
+    view.set(s.id, s);
+    await settled(accepted, 'quiet', 4);
+    await agent.close();
+    expect(accepted.get('quiet')).toEqual([0, 1, 2, 3]);
+  });
+
+  test('a member assigned a partition with nothing new reads its backlogs from their cursors at once', async () => {
+    const { publisher, view, cursors, bridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
+    const { taskEvents: topic, callbackBacklogs } = (await import('../../src/kafka/topics')).topicNames('unit.');
+    const events = await taskEvents(publisher, topic, 'task-6');
+    const s = lateSubscription('cursor', 'task-6', 'continuous', events[0]);
+    await owedCursor(publisher, callbackBacklogs, s);
+    await until(async () => (cursors.get(`${s.id}/${topic}/0`) ? true : undefined), 2000, 10);
+    view.set(s.id, s);
+    bridge.assigned(topic, 0, owned().signal, BigInt(events[3].offset) + 1n);
+    await settled(accepted, 'cursor', 4);
+    await agent.close();
+    expect(accepted.get('cursor')).toEqual([0, 1, 2, 3]);
+  });
+
   test('the member that takes the partition over reads them from the cursor the api wrote', async () => {
     const { publisher, view, cursors, newBridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
     const { taskEvents: topic, callbackBacklogs } = (await import('../../src/kafka/topics')).topicNames('unit.');
