@@ -254,6 +254,9 @@ export class DeliveryLane {
     const reason =
       ENDS[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
     if (reason) {
+      // The attempt is history before the subscription ends: ended first, a crash between the two would leave a
+      // subscription cancelled as delivered with no delivery in its history, and nothing would deliver it again.
+      await recorded.catch(() => undefined);
       // The write, then the view's read of it, each within KAFKA_TIMEOUT_MS (as before the store did both).
       const within = 2 * this.deps.kafkaTimeoutMs;
       await untilDone(signal, this.step('end the subscription'), () =>
