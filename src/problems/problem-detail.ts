@@ -33,11 +33,15 @@ interface AjvLikeError {
  */
 export const MAX_FIELD_ERRORS = 100;
 
+/** A property name as one JSON pointer token (RFC 6901): `a/b` is `a~1b`, not the path a, b. */
+const pointerToken = (name: unknown) => `/${String(name).replaceAll('~', '~0').replaceAll('/', '~1')}`;
+
 export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[] {
   const listed = errors.length > MAX_FIELD_ERRORS ? errors.slice(0, MAX_FIELD_ERRORS - 1) : errors;
   const entries = listed.map((e) => {
-    const missing = e.keyword === 'required' ? `/${String(e.params?.missingProperty)}` : '';
-    const extra = e.keyword === 'additionalProperties' ? `/${String(e.params?.additionalProperty)}` : '';
+    // ajv's instancePath is escaped already; the names it reports in params are not.
+    const missing = e.keyword === 'required' ? pointerToken(e.params?.missingProperty) : '';
+    const extra = e.keyword === 'additionalProperties' ? pointerToken(e.params?.additionalProperty) : '';
     const pointer = `${prefix}${e.instancePath ?? ''}${missing}${extra}` || '/';
     const detail = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
     return problem('invalid-field', `${pointer} ${detail}`, { instance: pointer });

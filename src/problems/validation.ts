@@ -13,7 +13,29 @@ addFormats(ajv);
 export type Validator = ValidateFunction;
 
 export function compile(schema: object): Validator {
-  return ajv.compile(schema);
+  return ajv.compile(withSafeIntegers(schema) as object);
+}
+
+/** Keywords whose values are data, not schemas: never rewritten. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example']);
+
+/**
+ * JSON.parse turns an integer beyond 2^53 into the nearest double: `99999999999999999999` would be stored, and
+ * summed, as 1e20, a value the client never sent. So an integer without bounds of its own is kept to the range a
+ * double holds exactly, and such a value is a 400 at its pointer instead of a silent change. A copy: the caller's
+ * schema (often a shared constant) is left as it is.
+ */
+function withSafeIntegers(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withSafeIntegers);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) out[k] = DATA_KEYWORDS.has(k) ? v : withSafeIntegers(v);
+  const t = out.type;
+  if (t === 'integer' || (Array.isArray(t) && t.includes('integer'))) {
+    if (out.maximum === undefined && out.exclusiveMaximum === undefined) out.maximum = Number.MAX_SAFE_INTEGER;
+    if (out.minimum === undefined && out.exclusiveMinimum === undefined) out.minimum = Number.MIN_SAFE_INTEGER;
+  }
+  return out;
 }
 
 /** The field errors of one value, as Problem Details with JSON pointers below `prefix`. */

@@ -43,9 +43,21 @@ describe('validation errors as JSON pointers', () => {
     for (const e of errors) expect(e).toMatchObject({ type: problemType('invalid-field'), status: 400 });
   });
 
+  test('an integer beyond what a double holds exactly is invalid, not silently rounded', () => {
+    expect(validationErrors(validate, JSON.parse('{"itemCount": 99999999999999999999}'))).toEqual([
+      expect.objectContaining({ instance: '/itemCount' }),
+    ]);
+    expect(validationErrors(validate, { itemCount: Number.MAX_SAFE_INTEGER })).toEqual([]);
+  });
+
   test('no coercion: "42" is not an integer', () => {
     expect(validationErrors(validate, { itemCount: '42' }).map((e) => e.instance)).toEqual(['/itemCount']);
     expect(validationErrors(validate, { itemCount: 42 })).toEqual([]);
+  });
+
+  test('an unknown field whose name holds / or ~ is pointed at as one token (RFC 6901)', () => {
+    const errors = validationErrors(validate, { itemCount: 1, 'a/b': 1, 'c~d': 2 });
+    expect(errors.map((e) => e.instance).sort()).toEqual(['/a~1b', '/c~0d']);
   });
 
   test('pointers go below a prefix; an error at the root is /', () => {
