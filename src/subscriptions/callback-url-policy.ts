@@ -72,10 +72,21 @@ const TRANSIENT_LOOKUP_ERRORS = new Set(['EAI_AGAIN', 'ETIMEOUT', 'ESERVFAIL', '
 export type UrlVerdict = { ok: true; url: URL } | { ok: false; reason: string; transient?: boolean };
 
 /** Checks a callback URL as given; the WHATWG parser normalizes decimal, octal and hex IPv4 forms first. */
+function hasSpaceOrControl(text: string): boolean {
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
 export async function checkCallbackUrl(
   raw: string,
   options: { allowPrivate: boolean; lookup?: Lookup },
 ): Promise<UrlVerdict> {
+  // The URL parser drops white space and control characters (a tab anywhere, spaces around it): the callback would go
+  // to another URL than the one given, where the spec says exactly that one.
+  if (hasSpaceOrControl(raw)) return { ok: false, reason: 'is not an absolute URL: it holds white space' };
   let url: URL;
   try {
     url = new URL(raw);

@@ -46,6 +46,10 @@ const MALFORMED = [
   'http://user:pw@hooks.example.com/x',
   'javascript:alert(1)',
   'file:///etc/passwd',
+  // The parser would drop these, and the callback would go to another URL than the one given.
+  '  http://hooks.example.com/x',
+  'http://hooks.example.com/x\t',
+  'http://hooks.exa\nmple.com/x',
 ];
 const ALLOWED = [
   'https://hooks.example.com/x',
