@@ -65,14 +65,19 @@ export function elementProblem(
   return problem(kind, detail, { instance: `/${collection}/${index}`, status, ...(errors ? { errors } : {}) });
 }
 
+/**
+ * An atomic bulk failure is a 400 (DESIGN "Bulk"), whatever its elements' own statuses (a missing resource is a 404
+ * in its errors[] entry): the request as a whole was refused and nothing changed. A non-atomic one answers the
+ * matching status (the spec's rule 2.2): 404 when every failure is a missing resource.
+ */
 export function bulkFailure(atomic: boolean, failures: ProblemDetail[], processed?: unknown): ProblemError {
-  const status = failures.every((f) => f.status === 404) ? 404 : 400;
   if (atomic) {
     return new ProblemError('bulk-failed', `${failures.length} element(s) failed; nothing was changed.`, {
       errors: failures,
-      status,
+      status: 400,
     });
   }
+  const status = failures.every((f) => f.status === 404) ? 404 : 400;
   return new ProblemError(
     'bulk-partially-failed',
     `${failures.length} element(s) failed; the others were processed (see processed).`,

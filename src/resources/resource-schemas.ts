@@ -127,7 +127,7 @@ const ATOMIC: Schema = {
 
 const bulkFailed = problemResponse(
   'validation-failed (one object), or bulk-failed with one errors[] entry per ' +
-    'failed element (instance /<collection>/<index>); 404 when every failure is a missing resource.',
+    'failed element (instance /<collection>/<index>, the element status: 404 for a missing resource).',
 );
 
 /** The route schemas of one declared resource's collection and item routes. */

@@ -124,7 +124,8 @@ describe('bulk update (PATCH /orders)', () => {
       method: 'PATCH',
       body: { order: [{ _links: { self: { href: '/orders/no-such-order' } }, status: 'x' }] },
     });
-    expect(missing.status).toBe(404);
+    // Atomic: the request is refused as a whole (400, DESIGN "Bulk"); the element says what it was (404).
+    expect(missing.status).toBe(400);
     expect(missing.body.errors[0]).toMatchObject({ instance: '/orders/0', status: 404 });
     expect(transactions()).toBe(before);
     expect((await call(api.app, a._links.self.href)).body.status).toBe('open');
