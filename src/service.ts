@@ -42,7 +42,7 @@ export interface ServiceKernel {
   kafka: KafkaGateway;
   resourceRegistry: ResourceRegistry;
   taskRegistry: TaskRegistry;
-  /** where links in callback bodies point: PUBLIC_URL, else the api's own address */
+  /** the api's public base: PUBLIC_URL, else its own address (an absolute href on it names one of ours) */
   publicUrl: () => string;
   metrics: Metrics;
   tracer: Tracer;

@@ -6,7 +6,7 @@ import { startCallbackBridge } from './callback-bridge';
 /** The bridge role: wires the callback bridge from the process's kernel. */
 export const callbackBridgeRole: ConsumerRole = {
   role: 'bridge',
-  async start({ kafka, config, logger, publicUrl, metrics, tracer }) {
+  async start({ kafka, config, logger, metrics, tracer }) {
     return startCallbackBridge({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
       reader: kafka.partitionReader,
@@ -25,9 +25,14 @@ export const callbackBridgeRole: ConsumerRole = {
       concurrency: config.callbacks.concurrency,
       callbacks: config.callbacks,
       kafkaTimeoutMs: config.kafkaTimeoutMs,
-      publicUrl,
+      // Callback links are relative to the API root, as DESIGN draws them; absolute on PUBLIC_URL where it is set.
+      publicUrl: callbackBase(config.publicUrl),
       metrics,
       tracer,
     });
   },
 };
+
+function callbackBase(publicUrl: string | undefined): (() => string) | undefined {
+  return publicUrl === undefined ? undefined : () => publicUrl;
+}

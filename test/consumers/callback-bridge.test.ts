@@ -47,7 +47,7 @@ describe('callback bridge process', () => {
     bridges.push(await startChildService('bridge', prefix));
 
     const deadline = Date.now() + 90000;
-    // Callback links are absolute (PUBLIC_URL); the api's own links are relative to its root.
+    // Callback links are relative to the API root unless PUBLIC_URL is set: the path names the resource either way.
     const path = (href: string) => new URL(href, 'http://api.invalid').pathname;
     const seen = () => new Set(receiver.received.map((r) => path(r.json._links.resource.href)));
     while (seen().size < created.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));

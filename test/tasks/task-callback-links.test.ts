@@ -4,7 +4,7 @@ import { http } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { startTestService, uniquePrefix } from '../support/test-service';
 
-/** Links in callback bodies are absolute: PUBLIC_URL when set, else the address the api listens on. */
+/** Links in callback bodies are relative to the API root (DESIGN), or absolute on PUBLIC_URL where it is set. */
 let receiver: Receiver;
 beforeAll(async () => {
   receiver = await new Receiver().start();
@@ -36,12 +36,13 @@ test('with PUBLIC_URL, callback links start with it and follow to the API', asyn
   }
 });
 
-test("without PUBLIC_URL they are absolute on the api's own address, and a receiver can follow them", async () => {
+test('without PUBLIC_URL they are relative to the API root, as DESIGN draws them, and follow from it', async () => {
   const service = await startTestService(uniquePrefix('own-url'), { role: 'all' });
   try {
     const body = await finalCallback(service);
-    expect(body._links.task.href).toBe(`${service.url}/tasks/${body.taskId}`);
-    const followed = await http(body._links.task.href, '');
+    expect(body._links.self.href).toBe(`/subscriptions/${body.UUID}`);
+    expect(body._links.task.href).toBe(`/tasks/${body.taskId}`);
+    const followed = await http(service.url, body._links.task.href);
     expect(followed.status).toBe(200);
     expect(followed.body.taskId).toBe(body.taskId);
   } finally {
