@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { timingSafeEqual } from 'node:crypto';
 import { ProblemError } from '../problems/problem-error';
+import { addRequestStep } from './convention-hooks';
 import { headerValues } from './raw-headers';
 
 declare module 'fastify' {
@@ -34,11 +35,9 @@ export const authPlugin = fp(
   async (app: FastifyInstance, options: { keys: ReadonlyMap<string, string> }) => {
     app.decorateRequest('tenant', '');
     const keys: KeyBytes = [...options.keys].map(([key, tenant]) => [Buffer.from(key), tenant] as const);
-    // Callback-style hooks here and in the other conventions: every request runs them, and an async hook costs a
-    // promise and a microtask turn each. Fastify passes what a hook throws on to the error handler either way.
-    app.addHook('onRequest', (request, _reply, done) => {
+    addRequestStep(app, (request) => {
       // Unrouted requests only ever get 404, 405 or OPTIONS' Allow, which the public root already tells.
-      if (request.routeOptions.config?.public || request.is404) return done();
+      if (request.routeOptions.config?.public || request.is404) return;
       // Node keeps the first of repeated Authorization headers and drops the rest; which one counts would be a guess.
       if ((headerValues(request.raw.rawHeaders, 'authorization')?.length ?? 0) > 1) {
         throw new ProblemError('unauthorized', 'Send exactly one Authorization header.', {
@@ -58,7 +57,6 @@ export const authPlugin = fp(
         );
       }
       request.tenant = tenant;
-      done();
     });
   },
   { name: 'hookstream-auth' },

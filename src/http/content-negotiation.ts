@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { HAL_MEDIA_TYPE } from './hal';
 import { ProblemError } from '../problems/problem-error';
+import { addRequestStep } from './convention-hooks';
 import { jsonBodyParser } from './json-body';
 
 /** What a request body may be sent as; JSON merge patch for PATCH only. */
@@ -59,7 +60,7 @@ export const contentNegotiationPlugin = fp(
     app.removeAllContentTypeParsers();
     app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'buffer' }, jsonBodyParser(app));
 
-    app.addHook('onRequest', (request, _reply, done) => {
+    addRequestStep(app, (request) => {
       // Bodies are read as sent (RFC 9110 §8.4: 415 for a content coding the server does not take).
       const coding = request.headers['content-encoding']?.trim().toLowerCase();
       if (coding && coding !== 'identity' && hasBody(request.headers)) {
@@ -76,7 +77,6 @@ export const contentNegotiationPlugin = fp(
           `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`,
         );
       }
-      done();
     });
 
     app.addHook('preValidation', (request, _reply, done) => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { addRequestStep } from './convention-hooks';
 
 /**
  * A caller's `X-Request-Id` is kept when it is one short, printable token
@@ -18,9 +19,8 @@ export function requestIdOf(req: IncomingMessage): string {
 /** Every response, Problems included, names the request id it was logged under. */
 export const requestIdPlugin = fp(
   async (app: FastifyInstance) => {
-    app.addHook('onRequest', (request, reply, done) => {
+    addRequestStep(app, (request, reply) => {
       reply.header('x-request-id', request.id);
-      done();
     });
   },
   { name: 'hookstream-request-id' },

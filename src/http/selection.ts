@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { addSerializationStep } from './convention-hooks';
 import { DEFAULT_EMBEDDED, embedResolver, isHal, type Hal, type HalResource, type Links } from './hal';
 import { isPageLink } from './paging';
 
@@ -136,9 +137,9 @@ function carrySelection(resource: HalResource, request: FastifyRequest): HalReso
 
 export const selectionPlugin = fp(
   async (app: FastifyInstance) => {
-    app.addHook('preSerialization', (request, reply, payload, done) => {
-      if (reply.statusCode >= 300 || !isHal(payload)) return done(null, payload);
-      done(null, applySelection(carrySelection(payload, request), selectionOf(request)));
+    addSerializationStep(app, (request, reply, payload) => {
+      if (reply.statusCode >= 300 || !isHal(payload)) return payload;
+      return applySelection(carrySelection(payload, request), selectionOf(request));
     });
   },
   { name: 'hookstream-selection' },

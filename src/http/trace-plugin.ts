@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { addRequestStep } from './convention-hooks';
 import { formatTraceparent, parseTraceparent, type TraceContext } from '../tracing/trace-context';
 import { PROPAGATION_ONLY, type Span, type Tracer } from '../tracing/tracer';
 
@@ -25,15 +26,14 @@ export const tracePlugin = fp(
     if (tracer === PROPAGATION_ONLY) {
       // Its spans are never exported, so only their ids count: every request skips naming its span, keeping it
       // until the answer and ending it (a hook of its own).
-      app.addHook('onRequest', (request, reply, done) => {
+      addRequestStep(app, (request, reply) => {
         request.trace = tracer.start('', 'server', parentOf(request)).context;
         reply.header('traceparent', formatTraceparent(request.trace));
-        done();
       });
       return;
     }
     const spans = new WeakMap<object, Span>();
-    app.addHook('onRequest', (request, reply, done) => {
+    addRequestStep(app, (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';
       const span = tracer.start(`${request.method} ${route}`, 'server', parentOf(request), {
         'http.request.method': request.method,
@@ -42,7 +42,6 @@ export const tracePlugin = fp(
       spans.set(request, span);
       request.trace = span.context;
       reply.header('traceparent', formatTraceparent(span.context));
-      done();
     });
     app.addHook('onResponse', (request, reply, done) => {
       spans.get(request)?.end(reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);

@@ -5,6 +5,8 @@ import type { PartitionLag } from '../kafka/types';
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const TASK_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600];
 
+type HttpLabel = 'method' | 'route' | 'status_code';
+
 /** Offsets of a partition a subscription's callback backlog has still to read (consumers/callback-bridge). */
 export interface BacklogLag extends PartitionLag {
   subscription: string;
@@ -29,7 +31,13 @@ export interface ServiceMetrics {
  */
 export class Metrics implements ServiceMetrics {
   readonly registry = new Registry();
-  private readonly http: Histogram<'method' | 'route' | 'status_code'>;
+  private readonly http: Histogram<HttpLabel>;
+  /**
+   * Each request series, by route, method and status code. prom-client's observe with a label object builds the
+   * object, a closure and the series' key string on every answer; a series made once and kept skips the first two,
+   * and the nested maps are keyed by values the router and the parser hand over unchanged (no string is built).
+   */
+  private readonly httpSeries = new Map<string, Map<string, Map<number, Histogram.Internal<HttpLabel>>>>();
   private readonly accepted: Counter;
   private readonly finished: Counter<'outcome'>;
   private readonly taskDuration: Histogram<'type'>;
@@ -103,7 +111,21 @@ export class Metrics implements ServiceMetrics {
   }
 
   httpRequest(method: string, route: string, statusCode: number, seconds: number): void {
-    this.http.observe({ method, route, status_code: String(statusCode) }, seconds);
+    this.httpSeriesOf(method, route, statusCode).observe(seconds);
+  }
+
+  /** The labels are bounded (route patterns, the methods Node parses, status codes), and so is this. */
+  private httpSeriesOf(method: string, route: string, statusCode: number): Histogram.Internal<HttpLabel> {
+    let byMethod = this.httpSeries.get(route);
+    if (byMethod === undefined) this.httpSeries.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let series = byStatus.get(statusCode);
+    if (series === undefined) {
+      series = this.http.labels({ method, route, status_code: String(statusCode) });
+      byStatus.set(statusCode, series);
+    }
+    return series;
   }
 
   taskAccepted(): void {
