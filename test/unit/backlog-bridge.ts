@@ -99,3 +99,19 @@ export function backlogBridge({ laneBuffer, delayMs = 0, concurrency = laneBuffe
     attempts: () => attempts,
   };
 }
+
+/**
+ * Hand-back controllers for the partitions a test's bridge owns: `owned()` makes one, and each is handed back after
+ * every test (a bridge's backlogs and lanes end with their partition, as when a member stops).
+ */
+export function partitionOwnership(): () => AbortController {
+  const handBacks: AbortController[] = [];
+  afterEach(() => {
+    for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
+  });
+  return () => {
+    const c = new AbortController();
+    handBacks.push(c);
+    return c;
+  };
+}

@@ -3,7 +3,7 @@ import { ReadingSlots } from '../../consumers/callback-bridge/reading-slots';
 import { until } from '../support/until';
 import { orderEvents, orderSubscription, range } from './order-events';
 import { FakeCommitHolds } from './fakes';
-import { backlogBridge } from './backlog-bridge';
+import { backlogBridge, partitionOwnership } from './backlog-bridge';
 
 /*
  * The lane backlogs' races, found in a review and each seen failing before its fix: a backlog that loses its wake-up
@@ -12,15 +12,7 @@ import { backlogBridge } from './backlog-bridge';
  * lane-backlog.test.ts: the publisher's log is the partitions, MockAgent the receivers, one FakeCommitHolds per
  * partition as the group consumer keeps them.
  */
-const handBacks: AbortController[] = [];
-const owned = () => {
-  const c = new AbortController();
-  handBacks.push(c);
-  return c;
-};
-afterEach(() => {
-  for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
-});
+const owned = partitionOwnership();
 
 const setup = (laneBuffer: number, delayMs = 0, wrap?: (reader: PartitionReader) => PartitionReader) =>
   backlogBridge({ laneBuffer, delayMs, wrap });

@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import { until } from '../support/until';
 import { TOPIC, orderEvents, orderSubscription, range } from './order-events';
 import { FakeCommitHolds } from './fakes';
-import { backlogBridge } from './backlog-bridge';
+import { backlogBridge, partitionOwnership } from './backlog-bridge';
 import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
 
 /*
@@ -14,14 +14,10 @@ import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
  */
 
 /** every test's partition, handed back when it ends (as a stop does): its backlogs and cursor writers stop */
-const handBacks: AbortController[] = [];
-afterEach(() => {
-  for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
-});
+const owned = partitionOwnership();
 
 function setup(laneBuffer: number, delayMs = 0, concurrency = laneBuffer) {
-  const handBack = new AbortController();
-  handBacks.push(handBack);
+  const handBack = owned();
   return { ...backlogBridge({ laneBuffer, delayMs, concurrency }), signal: handBack.signal, handBack };
 }
 

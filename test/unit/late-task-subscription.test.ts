@@ -1,7 +1,7 @@
 import type { IncomingRecord } from '../../src/kafka/types';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { until } from '../support/until';
-import { backlogBridge } from './backlog-bridge';
+import { backlogBridge, partitionOwnership } from './backlog-bridge';
 import { FakeCommitHolds, type FakePublisher } from './fakes';
 import { ORIGIN } from './order-events';
 
@@ -11,15 +11,7 @@ import { ORIGIN } from './order-events';
  * gets them all the same, from the task's first event, once each and in order, whether the view learns of it after
  * the group consumer offered them, before, or while the partition is another member's.
  */
-const handBacks: AbortController[] = [];
-const owned = () => {
-  const c = new AbortController();
-  handBacks.push(c);
-  return c;
-};
-afterEach(() => {
-  for (const h of handBacks.splice(0)) h.abort(new Error('test over'));
-});
+const owned = partitionOwnership();
 
 const KINDS = ['task.accepted', 'task.started', 'task.progress', 'task.succeeded'];
 
