@@ -54,6 +54,8 @@ export async function runGroupConsumer(
   /** the partitions of the latest assignment */
   let assignment = new Set<string>();
   let admin: Admin | undefined;
+  /** progresses made by an assignment (announce) rather than by a record */
+  const announced = new WeakSet<PartitionProgress>();
 
   /** partitions with a commit due at the next turn of the event loop */
   const due = new Set<PartitionProgress>();
@@ -216,6 +218,7 @@ export async function runGroupConsumer(
             // Never committed: its records, from the beginning, start the progress if there are any.
             if (at < 0n || !assignment.has(key) || work.has(key)) continue;
             const progress = new PartitionProgress(at);
+            announced.add(progress);
             work.set(key, progress);
             onAssigned(topic, partition, progress.signal, at);
           }
@@ -267,11 +270,15 @@ export async function runGroupConsumer(
     // Handed back while it waited for a slot (a stop, a revocation, this member replaced): the record is the next
     // owner's. Started here, it would begin a new progress above the unfinished records before it, and its commit
     // would skip them.
-    if (stopping || consumer !== member || work.get(key) !== before) {
+    const now = work.get(key);
+    // A progress the assignment made (announce) while the partition's first record waited is that record's too:
+    // dropped, the record would be skipped, since kafkajs hands it out once and later records commit past it.
+    const madeMeanwhile = before === undefined && now !== undefined && announced.has(now);
+    if (stopping || consumer !== member || (now !== before && !madeMeanwhile)) {
       release();
       return;
     }
-    const w = before ?? new PartitionProgress(offset);
+    const w = now ?? new PartitionProgress(offset);
     work.set(key, w);
     w.start(offset);
     const signal = w.signal;
