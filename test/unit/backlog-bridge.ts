@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { MockAgent, type Agent } from 'undici';
 import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
 import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
@@ -111,6 +112,8 @@ export function partitionOwnership(): () => AbortController {
   });
   return () => {
     const c = new AbortController();
+    // As the group consumer's PartitionProgress does: every backlog and lane of the partition listens to its signal.
+    setMaxListeners(Infinity, c.signal);
     handBacks.push(c);
     return c;
   };
