@@ -48,11 +48,12 @@ export const authPlugin = fp(
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
       const tenant = m ? lookup(keys, m[1]) : undefined;
       if (!tenant) {
+        // RFC 6750 3.1: an error code only for a Bearer token that was sent; none for no header or another scheme.
         throw new ProblemError(
           'unauthorized',
-          header ? 'The API key is not valid.' : 'Send an API key as `Authorization: Bearer <key>`.',
+          m ? 'The API key is not valid.' : 'Send an API key as `Authorization: Bearer <key>`.',
           {
-            headers: { 'www-authenticate': header ? 'Bearer error="invalid_token"' : 'Bearer' },
+            headers: { 'www-authenticate': m ? 'Bearer error="invalid_token"' : 'Bearer' },
           },
         );
       }

@@ -114,6 +114,9 @@ describe('fields and embedded', () => {
     }
     const both = await call(api.app, `/orders/${id}?embedded=author,items`);
     expect(both.body._embedded.items.map((i: { id: string }) => i.id)).toEqual(['i-widget']);
+    // Given both names, the relations of both are embedded.
+    const mixed = await call(api.app, `/orders/${id}?embedded=author&embed=items`);
+    expect(Object.keys(mixed.body._embedded).sort()).toEqual(['author', 'items']);
   });
 
   test('embedding comes first, then fields: _embedded is selectable', async () => {
@@ -235,6 +238,8 @@ describe('Problem Details', () => {
     expect(wrong.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
     const basic = await call(api.app, '/orders', { key: null, headers: { authorization: 'Basic dXNlcjpwdw==' } });
     expect(basic.status).toBe(401);
+    // Another scheme is no Bearer token: no error code (RFC 6750 3.1).
+    expect(basic.headers['www-authenticate']).toBe('Bearer');
     // Which of two keys would count is a guess: refused, even when one of them is valid.
     const twice = await call(api.app, '/orders', {
       key: null,
