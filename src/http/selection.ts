@@ -33,7 +33,10 @@ export interface Selection {
 
 export function selectionOf(request: FastifyRequest): Selection {
   const q = (request.query ?? {}) as Record<string, unknown>;
-  return { fields: list(q.fields), embedded: list(q.embedded ?? q.embed) };
+  // `embed` is `embedded`'s alias (DESIGN): given both, the relations of both are embedded.
+  const embedded = list(q.embedded);
+  const alias = list(q.embed);
+  return { fields: list(q.fields), embedded: embedded && alias ? [...embedded, ...alias] : (embedded ?? alias) };
 }
 
 /**
