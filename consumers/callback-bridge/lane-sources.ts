@@ -170,11 +170,7 @@ export class LaneSources {
       // below or past it, and offering the events from `until` on before the backlog has read up to it would put
       // them in the lane ahead of the backlog's (an inversion the bridge-kill fault test caught). The backlog gives
       // the partition back once it has caught up, as a live one does.
-      const backlog = this.backlog(c.subscriptionId, offers, { from: BigInt(c.from) });
-      offers.backlogs.set(c.subscriptionId, backlog);
-      // Everything below `next` is the group's already: one from below it reads now, not at the next record (which
-      // a partition with nothing new may never bring).
-      backlog.offered(offers.next);
+      this.readBackFrom(offers, c.subscriptionId, BigInt(c.from));
     }
   }
 
@@ -188,9 +184,17 @@ export class LaneSources {
   owed(sub: Subscription, at: TaskEventPosition): void {
     const offers = this.partitions.get(`${at.topic}\u0000${at.partition}`);
     if (!offers || offers.signal.aborted || offers.backlogs.has(sub.id)) return;
-    const backlog = this.backlog(sub.id, offers, { from: BigInt(at.offset) });
-    offers.backlogs.set(sub.id, backlog);
-    // The group consumer may have offered past it already: then the backlog reads at once.
+    this.readBackFrom(offers, sub.id, BigInt(at.offset));
+  }
+
+  /**
+   * A backlog from a position kept in Kafka (a cursor: the previous owner's, or the api's for an owed subscription).
+   * Everything below `next` is the group's already: one from below it reads now, not at the partition's next record,
+   * which a partition with nothing new may never bring.
+   */
+  private readBackFrom(offers: PartitionOffers, subscriptionId: string, from: bigint): void {
+    const backlog = this.backlog(subscriptionId, offers, { from });
+    offers.backlogs.set(subscriptionId, backlog);
     backlog.offered(offers.next);
   }
 

@@ -1,3 +1,4 @@
+import { topicNames } from '../../src/kafka/topics';
 import type { IncomingRecord } from '../../src/kafka/types';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { until } from '../support/until';
@@ -12,6 +13,9 @@ import { ORIGIN } from './order-events';
  * the group consumer offered them, before, or while the partition is another member's.
  */
 const owned = partitionOwnership();
+
+/** FakeKafka's topic names (its prefix is `unit.`) */
+const TOPICS = topicNames('unit.');
 
 const KINDS = ['task.accepted', 'task.started', 'task.progress', 'task.succeeded'];
 
@@ -57,7 +61,7 @@ const settled = (accepted: Map<string, number[]>, id: string, count: number) =>
 describe('a task subscription made after the bridge offered its task events', () => {
   test('continuous: every event of the task, in order, once; the event it was matched live is not sent twice', async () => {
     const { publisher, view, bridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
-    const topic = (await import('../../src/kafka/topics')).topicNames('unit.').taskEvents;
+    const topic = TOPICS.taskEvents;
     const events = await taskEvents(publisher, topic, 'task-1');
     const signal = owned().signal;
     const holds = new FakeCommitHolds();
@@ -74,7 +78,7 @@ describe('a task subscription made after the bridge offered its task events', ()
 
   test('once: only the final outcome, once', async () => {
     const { publisher, view, bridge, accepted, agent, attempts } = backlogBridge({ laneBuffer: 10 });
-    const topic = (await import('../../src/kafka/topics')).topicNames('unit.').taskEvents;
+    const topic = TOPICS.taskEvents;
     const events = await taskEvents(publisher, topic, 'task-2');
     const signal = owned().signal;
     const holds = new FakeCommitHolds();
@@ -89,7 +93,7 @@ describe('a task subscription made after the bridge offered its task events', ()
 
   test('made before the group consumer reaches the task: every event once, in order', async () => {
     const { publisher, view, bridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
-    const topic = (await import('../../src/kafka/topics')).topicNames('unit.').taskEvents;
+    const topic = TOPICS.taskEvents;
     const events = await taskEvents(publisher, topic, 'task-3');
     const signal = owned().signal;
     const holds = new FakeCommitHolds();
@@ -106,7 +110,7 @@ describe('a task subscription made after the bridge offered its task events', ()
 
   test('a member assigned a partition with nothing new serves one made after it took the partition', async () => {
     const { publisher, view, bridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
-    const topic = (await import('../../src/kafka/topics')).topicNames('unit.').taskEvents;
+    const topic = TOPICS.taskEvents;
     const events = await taskEvents(publisher, topic, 'task-5');
     // Restarted after the task's events were committed by the group: no record of the partition will come.
     bridge.assigned(topic, 0, owned().signal, BigInt(events[3].offset) + 1n);
@@ -119,7 +123,7 @@ describe('a task subscription made after the bridge offered its task events', ()
 
   test('a member assigned a partition with nothing new reads its backlogs from their cursors at once', async () => {
     const { publisher, view, cursors, bridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
-    const { taskEvents: topic, callbackBacklogs } = (await import('../../src/kafka/topics')).topicNames('unit.');
+    const { taskEvents: topic, callbackBacklogs } = TOPICS;
     const events = await taskEvents(publisher, topic, 'task-6');
     const s = lateSubscription('cursor', 'task-6', 'continuous', events[0]);
     await owedCursor(publisher, callbackBacklogs, s);
@@ -133,7 +137,7 @@ describe('a task subscription made after the bridge offered its task events', ()
 
   test('the member that takes the partition over reads them from the cursor the api wrote', async () => {
     const { publisher, view, cursors, newBridge, accepted, agent } = backlogBridge({ laneBuffer: 10 });
-    const { taskEvents: topic, callbackBacklogs } = (await import('../../src/kafka/topics')).topicNames('unit.');
+    const { taskEvents: topic, callbackBacklogs } = TOPICS;
     const events = await taskEvents(publisher, topic, 'task-4');
     const s = lateSubscription('taken-over', 'task-4', 'continuous', events[0]);
     // Made while no member offered the partition: the view has it before the new owner's first record.
