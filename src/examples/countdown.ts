@@ -13,17 +13,21 @@ export const countdown = defineTaskType<CountdownInput, { steps: number }>({
   description:
     'For tests and demos: counts to `steps`, waiting `stepMs` ms before each step and publishing ' +
     'one task.progress per step; succeeds with {"steps": n}, or fails with a task-failed Problem at step ' +
-    '`failAt` when given.',
+    '`failAt` (at most `steps`) when given.',
   inputSchema: {
     type: 'object',
     properties: {
       steps: { type: 'integer', minimum: 1, maximum: 10000 },
       stepMs: { type: 'integer', minimum: 0, maximum: 60000 },
-      failAt: { type: 'integer', minimum: 1 },
+      failAt: { type: 'integer', minimum: 1, maximum: 10000 },
     },
     required: ['steps', 'stepMs'],
     additionalProperties: false,
   },
+  checkInput: (input) =>
+    input.failAt !== undefined && input.failAt > input.steps
+      ? [{ pointer: '/failAt', detail: `/input/failAt must be at most steps (${input.steps}): it would never fail` }]
+      : [],
   async run({ input, signal, progress }) {
     for (let step = 1; step <= input.steps; step++) {
       if (input.stepMs > 0) await sleep(input.stepMs, signal);

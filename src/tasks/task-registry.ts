@@ -37,6 +37,10 @@ export class TaskRegistry {
         }),
       ];
     }
-    return validationErrors(entry.validate, input, '/input');
+    const errors = validationErrors(entry.validate, input, '/input');
+    if (errors.length > 0 || !entry.type.checkInput) return errors;
+    return entry.type
+      .checkInput(input)
+      .map((e) => problem('invalid-field', e.detail, { instance: `/input${e.pointer}` }));
   }
 }

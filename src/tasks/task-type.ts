@@ -27,9 +27,21 @@ export interface TaskType<I = unknown, R = unknown> {
   name: string;
   description: string;
   inputSchema: object;
+  /**
+   * What JSON Schema cannot say about an input that matched `inputSchema` (one field bounded by another): each
+   * error names its field by a JSON pointer into the input. A 400 at submission, never a task that cannot do
+   * what it was asked.
+   */
+  checkInput?(input: I): InputError[];
   /** a run taking longer is aborted and fails with task-timed-out (default TASK_TIMEOUT_MS) */
   timeoutMs?: number;
   run(context: TaskContext<I>): Promise<R>;
+}
+
+/** A field of a task's input that its type refuses: `pointer` is RFC 6901, relative to the input. */
+export interface InputError {
+  pointer: string;
+  detail: string;
 }
 
 /** Thrown by a handler to end its task in task.failed with this Problem. */

@@ -30,3 +30,9 @@ test('an input with thousands of errors lists at most MAX_FIELD_ERRORS, the last
   expect(many.errors.map((e) => e.instance)).toContain('/input/statuses/0');
   expect(many.errors.at(-1)?.detail).toMatch(/^and \d+ more errors, not listed$/);
 });
+
+test('a request from a Kafka client is checked by its type beyond the schema, as over HTTP', () => {
+  const never = parse({ type: 'countdown', input: { steps: 2, stepMs: 0, failAt: 3 } });
+  if (never.ok) throw new Error('accepted');
+  expect(never.errors.map((e) => e.instance)).toEqual(['/input/failAt']);
+});

@@ -93,6 +93,17 @@ describe('POST /tasks', () => {
     expect(api.kafka.publisher.published.length).toBe(before);
   });
 
+  test("an input its type refuses beyond its schema (countdown's failAt past steps) is a 400 at its field", async () => {
+    const before = api.kafka.publisher.published.length;
+    const never = await call(api.app, '/tasks', {
+      body: { type: 'countdown', input: { steps: 3, stepMs: 0, failAt: 4 } },
+    });
+    expect(never.status).toBe(400);
+    expect(never.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/input/failAt']);
+    expect(api.kafka.publisher.published.length).toBe(before);
+    await submit({ type: 'countdown', input: { steps: 3, stepMs: 0, failAt: 3 } });
+  });
+
   test('mode continuous without a callbackUrl is a 400 at /mode, and nothing is submitted', async () => {
     const before = api.kafka.publisher.published.length;
     const res = await call(api.app, '/tasks', { body: { ...countdown, mode: 'continuous' } });
