@@ -127,9 +127,33 @@ function callbackTarget(callbackUrl: string): CallbackTarget {
   if (!target) {
     const url = new URL(callbackUrl);
     if (targets.size >= MAX_TARGETS) targets.delete(targets.keys().next().value as string);
-    targets.set(callbackUrl, (target = { origin: url.origin, path: `${url.pathname}${url.search}` }));
+    targets.set(callbackUrl, (target = { origin: url.origin, path: pathAsGiven(callbackUrl, url) }));
   }
   return target;
+}
+
+/** Printable ASCII but space: what an HTTP request line carries as it is. */
+const PRINTABLE = /^[\x21-\x7e]*$/;
+
+/**
+ * The spec asks for a POST to exactly the URL registered, and the WHATWG parser rewrites paths (it removes `/../`,
+ * percent-encodes `{` and `|`): a receiver routing on its raw path would miss. So the path and query are sent as
+ * written, unless they do not mean the same as the parsed ones (a backslash, which the parser reads as `/` and
+ * would move the host) or hold what a request line cannot (non-ASCII, which only the parsed form encodes).
+ */
+function pathAsGiven(callbackUrl: string, url: URL): string {
+  const parsed = `${url.pathname}${url.search}`;
+  const afterScheme = callbackUrl.indexOf('//') + 2;
+  const authorityEnd = callbackUrl.slice(afterScheme).search(/[/?#]/);
+  if (authorityEnd < 0) return parsed;
+  let raw = callbackUrl.slice(afterScheme + authorityEnd).split('#')[0];
+  if (raw.startsWith('?')) raw = `/${raw}`;
+  if (raw === '' || !PRINTABLE.test(raw)) return parsed;
+  try {
+    return new URL(raw, url.origin).href === new URL(parsed, url.origin).href ? raw : parsed;
+  } catch {
+    return parsed;
+  }
 }
 
 interface Answer {

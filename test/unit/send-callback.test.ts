@@ -60,3 +60,32 @@ describe('the callback agent checks every connection', () => {
     }
   });
 });
+
+describe('the callback goes to exactly the URL registered', () => {
+  test('its path and query are sent as written, not as the URL parser rewrites them', async () => {
+    const receiver = await new Receiver().start();
+    const agent = createCallbackAgent(true);
+    const message = { subscriptionId: 's', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', event: 'e', body: '{}' };
+    const written = [
+      ['/hooks/a/../b/{x}|y^%41?q={1}&r=%zz', '/hooks/a/../b/{x}|y^%41?q={1}&r=%zz'],
+      ['?only=query', '/?only=query'],
+      ['', '/'],
+      ['/with#fragment', '/with'],
+      // Non-ASCII cannot go on a request line as it is: the parser's percent-encoding is the one way to send it.
+      ['/caf\u00e9', '/caf%C3%A9'],
+    ];
+    try {
+      for (const [i, [path]] of written.entries()) {
+        const sent = await sendCallback(
+          { ...message, webhookId: `msg_${i}`, callbackUrl: receiver.url + path },
+          agent,
+          2000,
+        );
+        expect(sent).toMatchObject({ outcome: 'delivered' });
+      }
+      expect(receiver.received.map((r) => r.path)).toEqual(written.map(([, arrived]) => arrived));
+    } finally {
+      await Promise.all([agent.close(), receiver.stop()]);
+    }
+  });
+});
