@@ -7,6 +7,7 @@ import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { formatTraceparent, parseTraceparent } from '../../src/tracing/trace-context';
 import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
+import { randomHex } from '../../src/lib/random-hex';
 import type { CancelReason } from '../../src/subscriptions/subscription';
 import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
@@ -63,6 +64,12 @@ export interface LaneEvents {
    * that its event no longer holds its partition's commit.
    */
   onStuck(head: LaneJob): void;
+}
+
+/** Which attempt of which handling of an event (attemptKey). */
+interface AttemptOf {
+  run: string;
+  attempt: number;
 }
 
 /**
@@ -182,13 +189,14 @@ export class DeliveryLane {
   }
 
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
+    const run = randomHex(4);
     for (let attempt = 1; ; attempt += 1) {
-      const result = await this.attempt(message, attempt, signal, writes);
+      const result = await this.attempt(message, { run, attempt }, signal, writes);
       if (result?.outcome !== 'failed') return;
       if (attempt >= this.deps.callbacks.maxAttempts) {
         // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
         await Promise.all(writes);
-        await this.deadLetter(message, attempt, result.error, signal);
+        await this.deadLetter(message, { run, attempt }, result.error, signal);
         return;
       }
       this.headFailed(attempt);
@@ -205,7 +213,7 @@ export class DeliveryLane {
   /** One attempt, unless the subscription has ended; every attempt goes to the delivery history. */
   private async attempt(
     message: CallbackParts,
-    attempt: number,
+    { run, attempt }: AttemptOf,
     signal: AbortSignal,
     writes: Promise<void>[],
   ): Promise<CallbackResult | undefined> {
@@ -246,7 +254,7 @@ export class DeliveryLane {
       statusCode: result.statusCode,
       error: result.outcome === 'failed' ? result.error : undefined,
     };
-    const history = { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) };
+    const history = { topic: this.deps.topics.deliveries, key: attemptKey(record, run), value: JSON.stringify(record) };
     // Tried once even when the event is being handed back: the attempt happened (maybe delivered), so it is history.
     const recorded = untilDone(signal, this.step('record the attempt'), () => this.deps.history.record(history), true);
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
@@ -291,16 +299,17 @@ export class DeliveryLane {
 
   private async deadLetter(
     message: CallbackParts,
-    attempts: number,
+    { run, attempt: attempts }: AttemptOf,
     lastError: string,
     signal: AbortSignal,
   ): Promise<void> {
     const at = new Date().toISOString();
+    // Numbered as the last attempt, which it follows: it is no attempt of its own (the counts leave it out).
     const record: DeliveryAttempt = {
       subscriptionId: this.subscriptionId,
       webhookId: message.webhookId,
       event: message.event,
-      attempt: attempts + 1,
+      attempt: attempts,
       at,
       outcome: 'dead-lettered',
       latencyMs: 0,
@@ -316,7 +325,7 @@ export class DeliveryLane {
     }
     const records: OutgoingRecord[] = [
       letter,
-      { topic: this.deps.topics.deliveries, key: attemptKey(record), value: JSON.stringify(record) },
+      { topic: this.deps.topics.deliveries, key: attemptKey(record, run), value: JSON.stringify(record) },
     ];
     await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);

@@ -18,8 +18,16 @@ export interface DeliveryAttempt {
   nextAttemptAt?: string;
 }
 
-export const attemptKey = (a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt'>) =>
-  `${a.subscriptionId}/${a.webhookId}/${a.attempt}`;
+/**
+ * A record's key: `<subscription>/<webhook-id>/<run>/<attempt>`, or `/<run>/dead-lettered` for the dead letter.
+ * `run` names one bridge's handling of the event: after a bridge restart (or a partition moving) an event not yet
+ * committed is handled again, numbering its attempts from 1, and without the run those records would overwrite the
+ * first handling's in the compacted topic, leaving a history that never happened.
+ */
+export const attemptKey = (
+  a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt' | 'outcome'>,
+  run: string,
+) => `${a.subscriptionId}/${a.webhookId}/${run}/${a.outcome === 'dead-lettered' ? 'dead-lettered' : a.attempt}`;
 
 export function decodeDeliveryAttempt(value: string): DeliveryAttempt {
   const a = JSON.parse(value) as DeliveryAttempt;
@@ -78,8 +86,7 @@ export class DeliveryHistory {
    * Kept in the order they happened (time, then attempt number). Attempts are keyed one by one, so a
    * subscription's land on different partitions of the deliveries topic, and the view hands them over in
    * whatever order its partitions are read: #2 before #1 was common. Most come in order, so the place is
-   * found from the end. A key written again (an event delivered again after a bridge restart numbers its
-   * attempts from 1 again) replaces what the index held for it.
+   * found from the end. A key written again (a history write retried) replaces what the index held for it.
    */
   private add(key: string, a: DeliveryAttempt): void {
     const list = this.bySubscription.get(a.subscriptionId) ?? [];
@@ -109,6 +116,9 @@ export class DeliveryHistory {
   }
 }
 
+/** Time, then attempt number; a dead letter, numbered as the attempt it follows, comes after it. */
 function before(a: DeliveryAttempt, b: DeliveryAttempt): boolean {
-  return a.at < b.at || (a.at === b.at && a.attempt < b.attempt);
+  if (a.at !== b.at) return a.at < b.at;
+  if (a.attempt !== b.attempt) return a.attempt < b.attempt;
+  return a.outcome !== 'dead-lettered' && b.outcome === 'dead-lettered';
 }

@@ -41,7 +41,8 @@ export function subscriptionRepresentation(
       ...(s.taskId ? { taskId: s.taskId } : { events: s.events }),
       ...(extras.secret ? { secret: s.secret } : {}),
       counts: {
-        attempts: attempts.length,
+        // A dead letter's record follows the last attempt; it is not one.
+        attempts: attempts.length - count('dead-lettered'),
         delivered: count('delivered'),
         failed: count('failed'),
         deadLettered: count('dead-lettered'),

@@ -280,6 +280,10 @@ describe('callbacks', () => {
     }, 30000);
     expect(history.attempts.filter((a: { outcome: string }) => a.outcome === 'failed')).toHaveLength(4);
     expect(r.received).toHaveLength(4);
+    // The dead letter follows the fourth attempt and is not a fifth: the counts say what the receiver saw.
+    expect(history.attempts.at(-1)).toMatchObject({ outcome: 'dead-lettered', attempt: 4 });
+    const { counts } = (await http(base, `/subscriptions/${sub.body.UUID}`)).body;
+    expect(counts).toMatchObject({ attempts: 4, failed: 4, deadLettered: 1 });
     const consumer = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).consumer({
       groupId: `dlq-reader-${Date.now()}`,
     });

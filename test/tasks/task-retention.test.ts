@@ -3,7 +3,7 @@ import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
-import { latestValue } from '../support/topic-contents';
+import { committedRecords, latestValue } from '../support/topic-contents';
 import { until } from '../support/until';
 
 /**
@@ -86,7 +86,7 @@ test("a task's callback subscription and its delivery attempts are forgotten a w
     expect(res.status).toBe(202);
     const subscriptionId = res.body._embedded.subscription.UUID as string;
     const [callback] = await receiver.waitFor(1);
-    const attemptKey = `${subscriptionId}/${callback.headers['webhook-id']}/1`;
+    const attemptsOf = `${subscriptionId}/${callback.headers['webhook-id']}/`;
     // A once subscription ends with its delivery, and then says when it is forgotten.
     const ended = await until(async () => {
       const s = await http(short.url, `/subscriptions/${subscriptionId}`);
@@ -103,6 +103,10 @@ test("a task's callback subscription and its delivery attempts are forgotten a w
     const tombstoned = async (topic: string, key: string) =>
       (await latestValue(testBrokers(), topic, key)) === null || undefined;
     await until(() => tombstoned(short.kafka.topics.subscriptions, subscriptionId), 20000);
+    const [attemptKey] = (await committedRecords(testBrokers(), short.kafka.topics.deliveries))
+      .map((r) => r.key)
+      .filter((k) => k.startsWith(attemptsOf));
+    expect(attemptKey).toMatch(/\/1$/);
     await until(() => tombstoned(short.kafka.topics.deliveries, attemptKey), 20000);
   } finally {
     await receiver.stop();

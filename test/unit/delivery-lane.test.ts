@@ -133,7 +133,11 @@ describe('DeliveryLane', () => {
     const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     await lane.enqueue(parts('s1', 1), new AbortController().signal);
     const history = publisher.on('deliveries').map((r) => JSON.parse(String(r.value)));
-    expect(history.map((a) => `${a.attempt}:${a.outcome}`)).toEqual(['1:failed', '2:failed', '3:dead-lettered']);
+    expect(history.map((a) => `${a.attempt}:${a.outcome}`)).toEqual(['1:failed', '2:failed', '2:dead-lettered']);
+    // One handling of the event: its records share a run, and the dead letter has a key of its own.
+    const keys = publisher.on('deliveries').map((r) => String(r.key));
+    const run = keys[0].split('/')[2];
+    expect(keys.map((k) => k.split('/').slice(2).join('/'))).toEqual([`${run}/1`, `${run}/2`, `${run}/dead-lettered`]);
   });
 
   test('an attempt on the wire when its event is handed back is still recorded: it happened', async () => {
