@@ -14,7 +14,8 @@ export function preferredWait(request: FastifyRequest): number | undefined {
   for (const value of values) {
     for (const preference of value.split(',')) {
       const [token] = preference.split(';');
-      const m = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*$/i.exec(token);
+      // Any length of digits: a wait longer than a number holds is still a wait, capped like any other.
+      const m = /^\s*wait\s*=\s*"?(\d+)"?\s*$/i.exec(token);
       if (m) return Math.min(Number(m[1]), MAX_WAIT_SECONDS);
     }
   }

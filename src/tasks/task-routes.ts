@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { v4 as uuidv4 } from 'uuid';
 import { linkedAbort } from '../lib/linked-abort';
@@ -115,6 +116,9 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   const { store, registry } = deps;
   const schemas = taskRouteSchemas(registry.names());
   const closing = new AbortController();
+  // Every request waiting (Prefer: wait) listens for the close until its wait ends: hundreds at once are normal,
+  // not the leak Node warns of past ten.
+  setMaxListeners(Infinity, closing.signal);
   app.addHook('preClose', async () => closing.abort());
   app.addSchema(taskSchema);
   const represent = (t: TaskSnapshot) =>

@@ -38,6 +38,8 @@ describe('Prefer: wait (RFC 7240)', () => {
     expect(preferredWait(withPrefer('respond-async, wait="5"'))).toBe(5);
     expect(preferredWait(withPrefer(['return=minimal', 'Wait = 3']))).toBe(3);
     expect(preferredWait(withPrefer('wait=3600'))).toBe(MAX_WAIT_SECONDS);
+    expect(preferredWait(withPrefer('wait=99999999999999999999'))).toBe(MAX_WAIT_SECONDS);
+    expect(preferredWait(withPrefer(`wait=${'9'.repeat(400)}`))).toBe(MAX_WAIT_SECONDS);
   });
 
   test('absent or not understood is no preference, never an error', () => {
