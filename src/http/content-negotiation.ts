@@ -34,6 +34,28 @@ export function acceptedRanges(accept: string): string[] {
   });
 }
 
+/**
+ * How much an Accept header wants a type (RFC 9110 12.5.1): the q of the most specific range that takes it, and that
+ * specificity (2 the type by name, 1 its `type/*`, 0 `*\/*`); q 0 when no range takes it.
+ */
+export function acceptQuality(accept: string, type: string): { q: number; specificity: number } {
+  let best = { q: 0, specificity: -1 };
+  for (const part of accept.split(',')) {
+    const [range, ...params] = part
+      .trim()
+      .toLowerCase()
+      .split(';')
+      .map((p) => p.trim());
+    if (!rangeTakes(range, type)) continue;
+    const specificity = range === type ? 2 : range === '*/*' ? 0 : 1;
+    if (specificity <= best.specificity) continue;
+    const q = params.find((p) => p.startsWith('q='));
+    const value = q === undefined ? 1 : Number(q.slice(2));
+    best = { q: Number.isFinite(value) ? Math.min(Math.max(value, 0), 1) : 0, specificity };
+  }
+  return best.specificity < 0 ? { q: 0, specificity: -1 } : best;
+}
+
 /** Whether a media range (any, `text/` with a star, `text/html`) takes the type. */
 function rangeTakes(range: string, type: string): boolean {
   if (range === '*/*' || range === type) return true;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { tenantOf } from '../http/auth';
-import { acceptedRanges } from '../http/content-negotiation';
+import { acceptQuality } from '../http/content-negotiation';
 import { HAL_MEDIA_TYPE, halResource, link } from '../http/hal';
 import { emptyResponse, type Schema } from '../http/hal-schemas';
 import { MAX_PAGE_SIZE, pageLink } from '../http/paging';
@@ -71,9 +71,19 @@ function eventsRouteSchema(): Schema {
 
 type EventsRequest = { Params: { taskId: string }; Querystring: { after?: string; limit: number } };
 
-/** SSE when the client asks for it by name; HAL JSON otherwise (the default). */
+/**
+ * SSE when the client prefers it to HAL JSON by its q-values (`text/*` alone asks for it); on a tie, only when it
+ * names it: `*\/*` (and no Accept) gets HAL JSON, the default.
+ */
 function wantsEventStream(request: FastifyRequest): boolean {
-  return acceptedRanges(request.headers.accept ?? '').includes(EVENT_STREAM_MEDIA_TYPE);
+  const accept = request.headers.accept ?? '';
+  const sse = acceptQuality(accept, EVENT_STREAM_MEDIA_TYPE);
+  if (sse.q === 0) return false;
+  const hal = [HAL_MEDIA_TYPE, 'application/json']
+    .map((type) => acceptQuality(accept, type))
+    .reduce((a, b) => (b.q > a.q || (b.q === a.q && b.specificity > a.specificity) ? b : a));
+  if (sse.q !== hal.q) return sse.q > hal.q;
+  return sse.specificity === 2 && sse.specificity >= hal.specificity;
 }
 
 /**

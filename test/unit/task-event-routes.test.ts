@@ -198,6 +198,27 @@ describe('Server-Sent Events', () => {
 });
 
 describe('the same events as HAL JSON pages', () => {
+  test('Accept chooses between the stream and the page by q-values; a tie goes to the one named', async () => {
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const kind = async (accept: string | undefined) => {
+      const res = await call(api.app, `/tasks/${task.taskId}/events`, { headers: accept ? { accept } : {} });
+      expect(res.status).toBe(200);
+      return String(res.headers['content-type']).split(';')[0];
+    };
+    const sse = 'text/event-stream';
+    const hal = 'application/hal+json';
+    expect(await kind(undefined)).toBe(hal);
+    expect(await kind('*/*')).toBe(hal);
+    expect(await kind('text/event-stream')).toBe(sse);
+    expect(await kind('text/*')).toBe(sse);
+    expect(await kind('text/event-stream, application/hal+json')).toBe(sse);
+    expect(await kind('text/event-stream;q=0.5, application/hal+json')).toBe(hal);
+    expect(await kind('application/json;q=0.4, text/event-stream;q=0.6')).toBe(sse);
+    expect(await kind('text/*;q=0.3, */*')).toBe(hal);
+    expect(await kind('text/event-stream;q=0, */*')).toBe(hal);
+  });
+
   test('limit at a time, _links.next after the last one, complete once the final event is listed', async () => {
     const task = await submit();
     await runToEnd(task.taskId);
