@@ -227,6 +227,10 @@ export async function runGroupConsumer(
       } catch (err) {
         const retryInMs = retryDelayMs(failures, 200, 5000);
         logger.warn({ groupId: options.groupId, err, retryInMs }, 'could not read the committed offsets; trying again');
+        // The next try on a new connection: one a stalled broker left half made fails every call (high-watermarks.ts).
+        const failed = admin;
+        admin = undefined;
+        await failed?.disconnect().catch(() => undefined);
         await new Promise((resolve) => setTimeout(resolve, retryInMs).unref());
       }
     }

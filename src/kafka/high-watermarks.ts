@@ -59,20 +59,22 @@ export class HighWatermarks {
 
   /** partition → high watermark; one ListOffsets round trip per leader once metadata is known */
   async of(topic: string): Promise<Map<number, bigint>> {
-    this.connecting ??= this.cluster.connect().catch((err: unknown) => {
-      this.connecting = undefined;
-      throw err;
-    });
-    await this.connecting;
-    await this.cluster.addTargetTopic(topic);
-    await this.cluster.refreshMetadataIfNecessary();
-    const partitions = this.cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
+    const connecting = (this.connecting ??= this.cluster.connect());
     try {
+      await connecting;
+      await this.cluster.addTargetTopic(topic);
+      await this.cluster.refreshMetadataIfNecessary();
+      const partitions = this.cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
       const [answer] = await this.cluster.fetchTopicsOffset([{ topic, fromTimestamp: LATEST, partitions }]);
       return new Map((answer?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
     } catch (err) {
-      // A moved leader or a stale partition list: the next call asks with fresh metadata.
-      await this.cluster.refreshMetadata().catch(() => undefined);
+      // Any failure starts the next call on a new connection, with fresh metadata (a moved leader, a stale partition
+      // list). Kept, a connection whose handshake a stalled broker broke off stays "connected" to kafkajs with no
+      // API versions, and every later call failed with "Broker not connected" until the process restarted.
+      if (this.connecting === connecting) {
+        this.connecting = undefined;
+        await this.cluster.disconnect().catch(() => undefined);
+      }
       throw err;
     }
   }

@@ -4,7 +4,7 @@ import { atMost, withKafkaTimeout } from './kafka-timeout';
 import { Reading } from './partition-reading';
 import { HighWatermarks } from './high-watermarks';
 import { ReaderClusters } from './reader-clusters';
-import type { PartitionReader, PartitionReadOptions, PartitionReading } from './types';
+import { KafkaUnavailableError, type PartitionReader, type PartitionReadOptions, type PartitionReading } from './types';
 
 /** a fetch waits at the broker up to a second: a shutdown gives the connections a little more to close */
 const CLOSE_WAIT_MS = 2000;
@@ -33,7 +33,14 @@ export class KafkaPartitionReader implements PartitionReader {
 
   /** The last stable offset (read_committed): what a reading can reach now. */
   async endOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
-    const ends = await withKafkaTimeout(this.ends.of(topic), timeoutMs, `end offset of ${topic}/${partition}`);
+    const what = `end offset of ${topic}/${partition}`;
+    // A failed ListOffsets is Kafka not answering as it should, whatever kafkajs calls it: a 503 for a request.
+    const asking = this.ends
+      .of(topic)
+      .catch((err: unknown) =>
+        Promise.reject(err instanceof KafkaUnavailableError ? err : new KafkaUnavailableError(what, err)),
+      );
+    const ends = await withKafkaTimeout(asking, timeoutMs, what);
     const end = ends.get(partition);
     if (end === undefined) throw new Error(`${topic} has no partition ${partition}`);
     return end.toString();

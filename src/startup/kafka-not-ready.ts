@@ -39,9 +39,16 @@ const NOT_READY_TYPES = new Set([
   'REBALANCE_IN_PROGRESS',
 ]);
 
+/**
+ * kafkajs's plain Error for a connection whose handshake (ApiVersions) did not finish: a broker that accepted the
+ * connection and then did not answer (stalled, overloaded, still starting).
+ */
+const HALF_CONNECTED = 'Broker not connected';
+
 function notReadyItself(err: Error): boolean {
   if (err instanceof KafkaUnavailableError || err.name === 'KafkaUnavailableError' || NOT_READY_NAMES.has(err.name))
     return true;
+  if (err.message === HALF_CONNECTED) return true;
   const protocol = err as Error & { type?: unknown };
   return err.name.startsWith('KafkaJS') && typeof protocol.type === 'string' && NOT_READY_TYPES.has(protocol.type);
 }

@@ -102,6 +102,8 @@ describe('what start-up retries', () => {
     const loading = protocolError('COORDINATOR_NOT_AVAILABLE');
     expect(isKafkaNotReady(loading)).toBe(true);
     expect(isKafkaNotReady(new KafkaUnavailableError('topics have no leaders after 30000 ms: a, b'))).toBe(true);
+    // kafkajs's plain Error for a connection whose ApiVersions handshake did not finish (a stalled broker)
+    expect(isKafkaNotReady(new Error('Broker not connected'))).toBe(true);
 
     const denied = protocolError('TOPIC_AUTHORIZATION_FAILED');
     expect(isKafkaNotReady(denied)).toBe(false);
@@ -318,6 +320,28 @@ describe('a patient start', () => {
     );
     expect(app.output()).not.toMatch(/\n\s+at /);
     expect(app.output()).not.toContain('hookstream is running');
+  }, 70000);
+
+  test('a broker that takes connections and never answers (stalled) is waited for too, not a crash', async () => {
+    // kafkajs fails a connection whose handshake got no answer with a plain "Broker not connected", which start-up
+    // once took for a fault of its own: every role exited within 9 s of a broker stalled during a deploy.
+    const silentBroker: Server = createServer(() => undefined);
+    await new Promise<void>((r) => silentBroker.listen(0, '127.0.0.1', () => r()));
+    const port = (silentBroker.address() as { port: number }).port;
+    try {
+      const app = run(['runner'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '15000' }));
+      try {
+        expect(await app.exitWithin(60000)).toBe(1);
+        expect(app.output()).toMatch(
+          new RegExp(`hookstream: gave up waiting for Kafka at 127\\.0\\.0\\.1:${port} after 15 s`),
+        );
+        expect(app.output()).not.toContain('failed to start');
+      } finally {
+        app.child.kill('SIGKILL');
+      }
+    } finally {
+      silentBroker.close();
+    }
   }, 70000);
 
   test('SIGTERM while waiting for Kafka exits 0 without waiting out the limit', async () => {
