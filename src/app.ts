@@ -13,6 +13,7 @@ import { halPlugin } from './http/hal-plugin';
 import { hostRequiredPlugin } from './http/host-required';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
+import { closingAnswerPlugin } from './http/closing-answer';
 import { PROBLEM_MEDIA_TYPE, problemPlugin, sendProblem } from './http/problem-plugin';
 import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
 import { problem } from './problems/problem-detail';
@@ -129,7 +130,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: requestIdOf,
     childLoggerFactory: requestLoggerFactory,
     bodyLimit: deps.bodyLimitBytes,
-    return503OnClosing: true,
+    // closingAnswerPlugin answers with a Problem instead.
+    return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -165,6 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(tracePlugin, { tracer: deps.tracer ?? PROPAGATION_ONLY });
   if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics });
   await app.register(problemPlugin);
+  await app.register(closingAnswerPlugin);
   await app.register(hostRequiredPlugin);
   await app.register(methodsPlugin);
   await app.register(contentNegotiationPlugin);

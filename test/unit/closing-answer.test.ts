@@ -1,0 +1,69 @@
+import { connect } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { TENANT_A_KEY } from '../support/api-keys';
+
+/*
+ * A request that reaches a server already closing, on a connection kept alive, gets a Problem saying to try again,
+ * as every other 503 does; not Fastify's own plain JSON, which has no Retry-After and no request id.
+ */
+test('a request that arrives while the server closes is a 503 Problem with Retry-After and its request id', async () => {
+  let release: () => void = () => undefined;
+  let closeBegun: () => void = () => undefined;
+  let enter: () => void = () => undefined;
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  const begun = new Promise<void>((resolve) => (closeBegun = resolve));
+  const slow = async (app: FastifyInstance) => {
+    // Registered after the conventions: their preClose hooks have run by the time this one does.
+    app.addHook('preClose', async () => closeBegun());
+    app.get('/slow', async () => {
+      await new Promise<void>((resolve) => {
+        release = resolve;
+        enter();
+      });
+      return { done: true };
+    });
+  };
+  const app = await buildApp({
+    logger: createLogger('silent'),
+    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
+    bodyLimitBytes: 1024,
+    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+    routes: [{ collections: ['slow'], plugin: slow }],
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const request = (id: string) =>
+    `GET /slow HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TENANT_A_KEY}\r\nx-request-id: ${id}\r\n\r\n`;
+  // The first request keeps the connection busy, so the close waits for it; the second comes on that connection
+  // once the close has begun.
+  socket.write(request('first'));
+  await entered;
+  const closed = app.close();
+  await begun;
+  // Fastify's listener runs first: by the time this one runs, the second request has been routed (and its answer
+  // queued behind the first's).
+  const routed = new Promise<void>((resolve) =>
+    app.server.on('request', (req) => req.headers['x-request-id'] === 'second' && resolve()),
+  );
+  socket.write(request('second'));
+  await routed;
+  release();
+  await Promise.all([closed, ended]);
+  const answers = received.split(/(?=HTTP\/1\.1 )/);
+  expect(answers).toHaveLength(2);
+  expect(answers[0]).toMatch(/^HTTP\/1\.1 200 /);
+  const [head, body] = answers[1].split('\r\n\r\n');
+  expect(head).toMatch(/^HTTP\/1\.1 503 /);
+  expect(head).toMatch(/\r\ncontent-type: application\/problem\+json/i);
+  expect(head).toMatch(/\r\nretry-after: 1\r\n/i);
+  expect(head).toMatch(/\r\nx-request-id: second\r\n/i);
+  expect(head).toMatch(/\r\nconnection: close\r\n/i);
+  expect(JSON.parse(body)).toMatchObject({ status: 503, logref: 'second', instance: '/slow' });
+});
