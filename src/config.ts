@@ -223,8 +223,10 @@ function parseBrokers(r: Reader): string[] | undefined {
     .map((b) => b.trim())
     .filter(Boolean);
   for (const b of brokers) {
-    if (!/^[A-Za-z0-9._-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(b)) {
-      r.problems.push(`KAFKA_BROKERS entry ${JSON.stringify(b)} must be host:port`);
+    const port = /^[A-Za-z0-9._-]+:(\d{1,5})$|^\[[0-9a-fA-F:]+\]:(\d{1,5})$/.exec(b);
+    const n = port ? Number(port[1] ?? port[2]) : NaN;
+    if (!(n >= 1 && n <= 65535)) {
+      r.problems.push(`KAFKA_BROKERS entry ${JSON.stringify(b)} must be host:port, the port from 1 to 65535`);
     }
   }
   if (brokers.length === 0) r.problems.push('KAFKA_BROKERS must list at least one host:port');

@@ -56,6 +56,13 @@ describe('configuration', () => {
     ]);
   });
 
+  test('a KAFKA_BROKERS port outside 1-65535 is a configuration error, not a crash at the first connect', () => {
+    for (const bad of ['127.0.0.1:99999', 'kafka:0', '[::1]:70000']) {
+      expect(() => loadConfig({ KAFKA_BROKERS: bad })).toThrow(/KAFKA_BROKERS entry .* the port from 1 to 65535/);
+    }
+    expect(loadConfig({ KAFKA_BROKERS: '[::1]:65535' }).kafkaBrokers).toEqual(['[::1]:65535']);
+  });
+
   test('KAFKA_STARTUP_TIMEOUT_MS: 120 s by default, an integer from 1000, read and documented', () => {
     expect(loadConfig({}).kafkaStartupTimeoutMs).toBe(120000);
     expect(loadConfig({ KAFKA_STARTUP_TIMEOUT_MS: '3000' }).kafkaStartupTimeoutMs).toBe(3000);
