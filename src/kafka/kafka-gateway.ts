@@ -110,7 +110,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     return view;
   }
   const consumers: { group: string; handle: GroupConsumerHandle }[] = [];
-  const partitionReader = new KafkaPartitionReader(kafka, logger);
+  const partitionReader = new KafkaPartitionReader(kafka, logger, health);
 
   return {
     topics,

@@ -19,12 +19,15 @@ export class KafkaPartitionReader implements PartitionReader {
   constructor(
     kafka: Kafka,
     private readonly logger: Logger,
+    /** the gateway's probe: while no broker answers, a reading is refused at once, as a write is */
+    private readonly health: { readonly up: boolean } = { up: true },
   ) {
     this.clusters = new ReaderClusters(kafka);
     this.ends = new HighWatermarks(kafka, { lastStable: true });
   }
 
   async open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading> {
+    this.refuseWhileDown();
     const reading = new Reading(this.clusters, options, this.logger, (r) => this.readings.delete(r));
     this.readings.add(reading);
     await reading.start(timeoutMs);
@@ -33,6 +36,7 @@ export class KafkaPartitionReader implements PartitionReader {
 
   /** The last stable offset (read_committed): what a reading can reach now. */
   async endOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
+    this.refuseWhileDown();
     const what = `end offset of ${topic}/${partition}`;
     // A failed ListOffsets is Kafka not answering as it should, whatever kafkajs calls it: a 503 for a request.
     const asking = this.ends
@@ -44,6 +48,10 @@ export class KafkaPartitionReader implements PartitionReader {
     const end = ends.get(partition);
     if (end === undefined) throw new Error(`${topic} has no partition ${partition}`);
     return end.toString();
+  }
+
+  private refuseWhileDown(): void {
+    if (!this.health.up) throw new KafkaUnavailableError('Kafka is not reachable');
   }
 
   /** readings not yet stopped, for operators and tests */

@@ -180,3 +180,20 @@ test('a broker that accepts connections and never answers: opening fails within 
     await new Promise((resolve) => silent.close(resolve));
   }
 });
+
+test('while the probe finds no broker answering, a reading and an end offset are refused at once, as writes are', async () => {
+  const topic = await newTopic(admin, 'reader-down');
+  const health = { up: false };
+  const down = new KafkaPartitionReader(kafka, logger, health);
+  try {
+    const opening = down.open({ topic, partition: 0, fromOffset: '0', onRecord: () => undefined }, 60000);
+    await expect(opening).rejects.toThrow(KafkaUnavailableError);
+    await expect(down.endOffset(topic, 0, 60000)).rejects.toThrow('Kafka is not reachable');
+    expect(down.openReadings).toBe(0);
+    // Back up: the same reader reads again.
+    health.up = true;
+    expect(BigInt(await down.endOffset(topic, 0, 10000))).toBeGreaterThanOrEqual(0n);
+  } finally {
+    await down.closeAll();
+  }
+});
