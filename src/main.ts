@@ -8,7 +8,8 @@ import { exampleResources, exampleTaskTypes } from './examples';
 import { startService, type RunningService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
 import { brokersUnreachable } from './startup/broker-reachable';
-import { assertPortFree, PortTakenError } from './startup/port-free';
+import { PortTakenError } from './startup/port-taken-error';
+import { listenWhileStarting, type StartingServer } from './startup/starting-server';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from './startup/wait-for-kafka';
 
 function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
@@ -59,6 +60,8 @@ async function main(): Promise<void> {
   }
   let broker: LocalBroker | undefined;
   let service: RunningService | undefined;
+  // Assigned at the port check; the shutdown handler below may run before that.
+  let starting: StartingServer | undefined = undefined;
   // Installed before anything starts: a signal during startup must still stop what has started.
   const startup = new AbortController();
   let stopping = false;
@@ -73,6 +76,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }, 30000);
     force.unref();
+    await starting?.close();
     await service?.stop();
     await broker?.stop();
     logger.info({ signal, ms: Date.now() - started }, 'stopped');
@@ -99,8 +103,9 @@ async function main(): Promise<void> {
     await patiently(brokers, () => createTopics(config, brokers));
     process.exit(0);
   }
-  // Before the broker and the replay: a taken port used to be found only when the server listened, 30 s later.
-  await assertPortFree(config.host, config.port);
+  // Before the broker and the replay: a taken port used to be found only when the server listened, 30 s later. Held
+  // until the service listens, answering /health/live, so a liveness probe sees a process that is up while it waits.
+  starting = config.port === 0 ? undefined : await listenWhileStarting(config.host, config.port);
   if (!config.kafkaBrokers) {
     logger.info(
       { cacheDir: config.cacheDir },
@@ -129,10 +134,12 @@ async function main(): Promise<void> {
           resources: exampleResources,
           taskTypes: exampleTaskTypes,
           consumers: CONSUMER_ROLES,
+          beforeListen: async () => starting?.close(),
         }),
       (late) => late.stop(),
     );
   } catch (err) {
+    await starting?.close();
     if (!stopping) await broker?.stop();
     throw err;
   }

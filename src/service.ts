@@ -61,6 +61,8 @@ export interface ServiceOptions {
   config: Config;
   brokers: string[];
   logger: Logger;
+  /** lets PORT go just before the service takes it (main.ts holds it while Kafka is waited for) */
+  beforeListen?: () => Promise<void>;
   role?: Role;
   /** the resources and task types this service registers (src/examples/ for the example domain) */
   resources: ResourceDeclaration[];
@@ -232,6 +234,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       tracer: k.tracer,
       readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => kafka.viewsCaughtUp() },
     });
+    await options.beforeListen?.();
     const url = await app.listen({ port: config.port, host: config.host });
     listening = url;
     const started = app;

@@ -281,7 +281,8 @@ describe('a patient start', () => {
     'a role started before its broker prints waiting lines, then starts once the broker is up',
     async () => {
       const port = await freePort();
-      const app = run(['api'], roleEnv(`127.0.0.1:${port}`));
+      const httpPort = await freePort();
+      const app = run(['api'], roleEnv(`127.0.0.1:${port}`, { PORT: String(httpPort) }));
       let broker: LocalBroker | undefined;
       try {
         const waiting = new RegExp(
@@ -296,6 +297,8 @@ describe('a patient start', () => {
           startTimeoutMs: 60000,
         });
         const [banner] = await app.waitFor(/hookstream is running[^]*API: +(http:\/\/\S+)/, 60000);
+        // The service took over the port the process held while it waited.
+        expect(banner[1]).toBe(`http://127.0.0.1:${httpPort}`);
         const res = await fetch(`${banner[1]}/health/ready`);
         expect(res.status).toBe(200);
         app.child.kill('SIGTERM');
@@ -341,6 +344,32 @@ describe('a patient start', () => {
       }
     } finally {
       silentBroker.close();
+    }
+  }, 70000);
+
+  test('while it waits for Kafka, PORT answers: /health/live 200, anything else a 503 not-ready Problem', async () => {
+    const [kafkaPort, port] = [await freePort(), await freePort()];
+    const app = run(
+      ['api'],
+      roleEnv(`127.0.0.1:${kafkaPort}`, { PORT: String(port), KAFKA_STARTUP_TIMEOUT_MS: '60000' }),
+    );
+    try {
+      await app.waitFor(/waiting for Kafka at/, 30000);
+      const base = `http://127.0.0.1:${port}`;
+      const live = await fetch(`${base}/health/live`);
+      expect(live.status).toBe(200);
+      expect(await live.json()).toMatchObject({ status: 'up' });
+      for (const path of ['/health/ready', '/tasks']) {
+        const res = await fetch(`${base}${path}`, { headers: { 'x-request-id': 'while-starting' } });
+        expect(res.status).toBe(503);
+        expect(res.headers.get('content-type')).toBe('application/problem+json');
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(await res.json()).toMatchObject({ status: 503, instance: path, logref: 'while-starting' });
+      }
+      app.child.kill('SIGTERM');
+      expect(await app.exitWithin(30000)).toBe(0);
+    } finally {
+      app.child.kill('SIGKILL');
     }
   }, 70000);
 
