@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fieldErrors, problem } from '../problems/problem-detail';
+import { RepeatedFailures } from './repeated-failures';
 import { problemKindOf, ProblemError, type KindedError } from '../problems/problem-error';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
 import { ACCEPT_PATCH } from './content-negotiation';
@@ -77,10 +78,12 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: P
 /** Every 4xx/5xx is a Problem Detail; nothing internal ever leaves the process. */
 export const problemPlugin = fp(
   async (app: FastifyInstance) => {
+    const failures = new RepeatedFailures(app.log);
+    app.addHook('onClose', async () => failures.flush());
     app.setErrorHandler((err: FastifyError, request, reply) => {
       const known = toProblemError(err);
       if (known) {
-        if (known.status >= 500) request.log.warn({ err, kind: known.kind }, 'request failed');
+        if (known.status >= 500) failures.report(request.log, err, known.kind);
         return sendProblem(request, reply, known);
       }
       request.log.error({ err }, 'unexpected error');
