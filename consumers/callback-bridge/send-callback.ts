@@ -138,8 +138,9 @@ const PRINTABLE = /^[\x21-\x7e]*$/;
 /**
  * The spec asks for a POST to exactly the URL registered, and the WHATWG parser rewrites paths (it removes `/../`,
  * percent-encodes `{` and `|`): a receiver routing on its raw path would miss. So the path and query are sent as
- * written, unless they do not mean the same as the parsed ones (a backslash, which the parser reads as `/` and
- * would move the host) or hold what a request line cannot (non-ASCII, which only the parsed form encodes).
+ * written, unless they hold a backslash (which the parser reads as `/`; sent as written, `/\evil.com` would be
+ * read by some receivers as another host) or what a request line cannot (non-ASCII, which only the parsed form
+ * encodes), or do not mean the same as the parsed ones.
  */
 function pathAsGiven(callbackUrl: string, url: URL): string {
   const parsed = `${url.pathname}${url.search}`;
@@ -148,7 +149,8 @@ function pathAsGiven(callbackUrl: string, url: URL): string {
   if (authorityEnd < 0) return parsed;
   let raw = callbackUrl.slice(afterScheme + authorityEnd).split('#')[0];
   if (raw.startsWith('?')) raw = `/${raw}`;
-  if (raw === '' || !PRINTABLE.test(raw)) return parsed;
+  // The parser reads a backslash as `/` on both sides of the comparison below, which would let it through.
+  if (raw === '' || !PRINTABLE.test(raw) || raw.includes('\\')) return parsed;
   try {
     return new URL(raw, url.origin).href === new URL(parsed, url.origin).href ? raw : parsed;
   } catch {

@@ -21,17 +21,29 @@ declare module 'fastify' {
   }
 }
 
-/** The media ranges of an Accept header that the client accepts at all (q > 0), lower-cased. */
-export function acceptedRanges(accept: string): string[] {
-  return accept.split(',').flatMap((part) => {
+/** An Accept header's media ranges, lower-cased, each with its q. */
+function mediaRanges(accept: string): { range: string; q: number }[] {
+  return accept.split(',').map((part) => {
     const [range, ...params] = part
       .trim()
       .toLowerCase()
       .split(';')
       .map((s) => s.trim());
-    const q = params.find((p) => p.startsWith('q='));
-    return q && Number(q.slice(2)) === 0 ? [] : [range];
+    return { range, q: qValue(params.find((p) => p.startsWith('q='))) };
   });
+}
+
+/** RFC 9110 12.4.2: 0 to 1. A q that is no number is ignored (1), as any parameter we do not understand. */
+function qValue(param: string | undefined): number {
+  const q = param === undefined ? NaN : Number(param.slice(2));
+  return Number.isNaN(q) ? 1 : Math.min(Math.max(q, 0), 1);
+}
+
+/** The media ranges of an Accept header that the client accepts at all (q > 0), lower-cased. */
+export function acceptedRanges(accept: string): string[] {
+  return mediaRanges(accept)
+    .filter((r) => r.q > 0)
+    .map((r) => r.range);
 }
 
 /**
@@ -40,20 +52,12 @@ export function acceptedRanges(accept: string): string[] {
  */
 export function acceptQuality(accept: string, type: string): { q: number; specificity: number } {
   let best = { q: 0, specificity: -1 };
-  for (const part of accept.split(',')) {
-    const [range, ...params] = part
-      .trim()
-      .toLowerCase()
-      .split(';')
-      .map((p) => p.trim());
+  for (const { range, q } of mediaRanges(accept)) {
     if (!rangeTakes(range, type)) continue;
     const specificity = range === type ? 2 : range === '*/*' ? 0 : 1;
-    if (specificity <= best.specificity) continue;
-    const q = params.find((p) => p.startsWith('q='));
-    const value = q === undefined ? 1 : Number(q.slice(2));
-    best = { q: Number.isFinite(value) ? Math.min(Math.max(value, 0), 1) : 0, specificity };
+    if (specificity > best.specificity) best = { q, specificity };
   }
-  return best.specificity < 0 ? { q: 0, specificity: -1 } : best;
+  return best;
 }
 
 /** Whether a media range (any, `text/` with a star, `text/html`) takes the type. */

@@ -120,13 +120,20 @@ export class IdempotencyKeys {
 
   private async claimOrDecide(tenant: string, key: string, fingerprint: string): Promise<KeyDecision> {
     const scope = `${tenant}/${key}`;
-    const known = this.decide(scope, fingerprint);
+    // The request's one deadline, for the catching up below and the claim alike.
+    const deadline = new Deadline(this.deps.timeoutMs);
+    let known = this.decide(scope, fingerprint);
+    if (known?.kind === 'in-flight' && !this.local.has(scope)) {
+      // Another instance's claim, maybe already answered: its answer is in Kafka, and this view may only lag behind.
+      // Caught up first, a client that got its 202 there and repeats the request here is replayed, not told 409.
+      await this.deps.view.syncedSince(Date.now(), deadline.remaining());
+      known = this.decide(scope, fingerprint);
+    }
     if (known) return known;
     const handling = this.local.get(scope);
     if (handling !== undefined) return handling === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };
     this.local.set(scope, fingerprint);
     try {
-      const deadline = new Deadline(this.deps.timeoutMs);
       const claim: ClaimRecord = { kind: 'claim', scope, claimId: randomUUID(), fingerprint, at: Date.now() };
       await writeThenRead(this.deps.view, deadline.remaining(), (timeoutMs) =>
         this.deps.publisher.publish([this.record(`${CLAIM_PREFIX}${scope}`, claim)], { timeoutMs }),

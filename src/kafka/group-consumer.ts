@@ -206,10 +206,10 @@ export async function runGroupConsumer(
     if (!onAssigned) return;
     const current = () => !stopping && consumer === member && joins === join;
     for (let failures = 1; failures <= 5 && current(); failures += 1) {
+      const used = (admin ??= kafka.admin());
       try {
-        admin ??= kafka.admin();
-        await admin.connect();
-        const committed = await admin.fetchOffsets({ groupId: options.groupId, topics });
+        await used.connect();
+        const committed = await used.fetchOffsets({ groupId: options.groupId, topics });
         if (!current()) return;
         for (const { topic, partitions } of committed) {
           for (const { partition, offset } of partitions) {
@@ -228,9 +228,9 @@ export async function runGroupConsumer(
         const retryInMs = retryDelayMs(failures, 200, 5000);
         logger.warn({ groupId: options.groupId, err, retryInMs }, 'could not read the committed offsets; trying again');
         // The next try on a new connection: one a stalled broker left half made fails every call (high-watermarks.ts).
-        const failed = admin;
-        admin = undefined;
-        await failed?.disconnect().catch(() => undefined);
+        // Only the admin this try used: an announce of a later rebalance may have made a new one meanwhile.
+        if (admin === used) admin = undefined;
+        await used.disconnect().catch(() => undefined);
         await new Promise((resolve) => setTimeout(resolve, retryInMs).unref());
       }
     }

@@ -1,5 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { clusterFactory } from './kafkajs-cluster-factory';
+import { isConnectionFailure } from './kafka-failure';
 
 /** kafkajs's wire values for ListOffsets' isolation_level */
 const READ_UNCOMMITTED = 0;
@@ -43,6 +44,7 @@ interface KafkajsCluster {
 export class HighWatermarks {
   private readonly cluster: KafkajsCluster;
   private connecting: Promise<void> | undefined;
+  private resetting: Promise<void> | undefined;
 
   /** With `lastStable`, the last stable offsets instead (read_committed): where a committed reader can get to now. */
   constructor(kafka: Kafka, options: { lastStable?: boolean } = {}) {
@@ -59,6 +61,8 @@ export class HighWatermarks {
 
   /** partition → high watermark; one ListOffsets round trip per leader once metadata is known */
   async of(topic: string): Promise<Map<number, bigint>> {
+    // A reset's disconnect first: kafkajs's pool, still half connected, would be taken as connected and fail again.
+    await this.resetting;
     const connecting = (this.connecting ??= this.cluster.connect());
     try {
       await connecting;
@@ -68,12 +72,14 @@ export class HighWatermarks {
       const [answer] = await this.cluster.fetchTopicsOffset([{ topic, fromTimestamp: LATEST, partitions }]);
       return new Map((answer?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
     } catch (err) {
-      // Any failure starts the next call on a new connection, with fresh metadata (a moved leader, a stale partition
-      // list). Kept, a connection whose handshake a stalled broker broke off stays "connected" to kafkajs with no
-      // API versions, and every later call failed with "Broker not connected" until the process restarted.
-      if (this.connecting === connecting) {
+      if (isConnectionFailure(err) && this.connecting === connecting) {
+        // A new connection for the next call. Kept, a connection whose handshake a stalled broker broke off stays
+        // "connected" to kafkajs with no API versions, and every later call failed until the process restarted.
         this.connecting = undefined;
-        await this.cluster.disconnect().catch(() => undefined);
+        this.resetting = this.cluster.disconnect().catch(() => undefined);
+      } else {
+        // A moved leader or a stale partition list: the next call asks with fresh metadata.
+        await this.cluster.refreshMetadata().catch(() => undefined);
       }
       throw err;
     }

@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
 import { atMost, withKafkaTimeout } from './kafka-timeout';
+import { isKafkaFailure } from './kafka-failure';
 import { Reading } from './partition-reading';
 import { HighWatermarks } from './high-watermarks';
 import { ReaderClusters } from './reader-clusters';
@@ -38,12 +39,11 @@ export class KafkaPartitionReader implements PartitionReader {
   async endOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
     this.refuseWhileDown();
     const what = `end offset of ${topic}/${partition}`;
-    // A failed ListOffsets is Kafka not answering as it should, whatever kafkajs calls it: a 503 for a request.
+    // A ListOffsets that kafkajs failed is Kafka not answering as it should, whatever kafkajs calls it: a 503 for a
+    // request. Anything else (a bug of ours) stays what it is, a 500.
     const asking = this.ends
       .of(topic)
-      .catch((err: unknown) =>
-        Promise.reject(err instanceof KafkaUnavailableError ? err : new KafkaUnavailableError(what, err)),
-      );
+      .catch((err: unknown) => Promise.reject(isKafkaFailure(err) ? new KafkaUnavailableError(what, err) : err));
     const ends = await withKafkaTimeout(asking, timeoutMs, what);
     const end = ends.get(partition);
     if (end === undefined) throw new Error(`${topic} has no partition ${partition}`);

@@ -15,7 +15,7 @@ export interface Topics {
   taskEvents: string;
   /** resource events such as order.created, key = `<collection>/<id>` */
   domainEvents: string;
-  /** callback attempts, key = `<subscription>/<webhook-id>/<attempt>`; tombstoned after TASK_RETENTION_MS */
+  /** callback attempts, key = `<subscription>/<webhook-id>/<run>/<attempt>`; tombstoned after TASK_RETENTION_MS */
   deliveries: string;
   /** callbacks that exhausted their attempts, key = subscription UUID */
   callbackDeadLetters: string;

@@ -1,3 +1,4 @@
+import { HALF_CONNECTED } from '../kafka/kafka-failure';
 import { KafkaUnavailableError } from '../kafka/types';
 
 /*
@@ -39,15 +40,10 @@ const NOT_READY_TYPES = new Set([
   'REBALANCE_IN_PROGRESS',
 ]);
 
-/**
- * kafkajs's plain Error for a connection whose handshake (ApiVersions) did not finish: a broker that accepted the
- * connection and then did not answer (stalled, overloaded, still starting).
- */
-const HALF_CONNECTED = 'Broker not connected';
-
 function notReadyItself(err: Error): boolean {
   if (err instanceof KafkaUnavailableError || err.name === 'KafkaUnavailableError' || NOT_READY_NAMES.has(err.name))
     return true;
+  // a broker that accepted the connection and did not answer its handshake: stalled, overloaded, still starting
   if (err.message === HALF_CONNECTED) return true;
   const protocol = err as Error & { type?: unknown };
   return err.name.startsWith('KafkaJS') && typeof protocol.type === 'string' && NOT_READY_TYPES.has(protocol.type);

@@ -22,7 +22,7 @@ export interface DeliveryAttempt {
  * A record's key: `<subscription>/<webhook-id>/<run>/<attempt>`, or `/<run>/dead-lettered` for the dead letter.
  * `run` names one bridge's handling of the event: after a bridge restart (or a partition moving) an event not yet
  * committed is handled again, numbering its attempts from 1, and without the run those records would overwrite the
- * first handling's in the compacted topic, leaving a history that never happened.
+ * first handling's in every view of the topic (keyed), leaving a history that never happened.
  */
 export const attemptKey = (
   a: Pick<DeliveryAttempt, 'subscriptionId' | 'webhookId' | 'attempt' | 'outcome'>,

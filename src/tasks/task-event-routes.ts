@@ -83,7 +83,7 @@ function wantsEventStream(request: FastifyRequest): boolean {
     .map((type) => acceptQuality(accept, type))
     .reduce((a, b) => (b.q > a.q || (b.q === a.q && b.specificity > a.specificity) ? b : a));
   if (sse.q !== hal.q) return sse.q > hal.q;
-  return sse.specificity === 2 && sse.specificity >= hal.specificity;
+  return sse.specificity === 2;
 }
 
 /**

@@ -56,7 +56,7 @@ export function parseTaskRequest(value: string | null, registry: TaskRegistry): 
   const tenant = validTenant ? (r.tenant as string) : DEFAULT_KAFKA_TENANT;
   // The type is copied into the task's events and snapshot: a rejected one only while it is a plausible name.
   const typeName = typeof r.type === 'string' && r.type.length <= MAX_TYPE_NAME ? r.type : 'unknown';
-  const errors = registry.inputErrors(r.type, r.input);
+  const errors = registry.inputErrors(r.type, r.input, r.accepted === true);
   // A tenant given but not valid would put the task where its submitter cannot read it: refused, never replaced.
   if (tenantGiven && !validTenant) {
     errors.push(problem('invalid-field', `/tenant must match ${TENANT_PATTERN}`, { instance: '/tenant' }));

@@ -181,7 +181,7 @@ test('a broker that accepts connections and never answers: opening fails within 
   }
 });
 
-test('while the probe finds no broker answering, a reading and an end offset are refused at once, as writes are', async () => {
+test('while no broker answers the probe, a reading and an end offset are refused at once, as writes are', async () => {
   const topic = await newTopic(admin, 'reader-down');
   const health = { up: false };
   const down = new KafkaPartitionReader(kafka, logger, health);

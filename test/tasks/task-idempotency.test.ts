@@ -153,8 +153,9 @@ test('a request claimed by an instance that never answered is in flight (409) un
   }
   expect(created.status).toBe(202);
   expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(8000);
+  // On the other instance, at once: it catches up with the answer b wrote rather than call the key in flight.
   const repeat = await post(a.url, key, countdown(1));
-  expect(repeat.body.taskId).toBe(created.body.taskId);
+  expect({ status: repeat.status, taskId: repeat.body.taskId }).toEqual({ status: 202, taskId: created.body.taskId });
   expect(await requestsWritten()).toBe(before + 1);
 });
 

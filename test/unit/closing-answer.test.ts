@@ -9,7 +9,7 @@ import { TENANT_A_KEY } from '../support/api-keys';
  * A request that reaches a server already closing, on a connection kept alive, gets a Problem saying to try again,
  * as every other 503 does; not Fastify's own plain JSON, which has no Retry-After and no request id.
  */
-test('a request that arrives while the server closes is a 503 Problem with Retry-After and its request id', async () => {
+test('a request arriving while the server closes is a 503 Problem with Retry-After and its request id', async () => {
   let release: () => void = () => undefined;
   let closeBegun: () => void = () => undefined;
   let enter: () => void = () => undefined;

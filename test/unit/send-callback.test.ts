@@ -71,6 +71,9 @@ describe('the callback goes to exactly the URL registered', () => {
       ['?only=query', '/?only=query'],
       ['', '/'],
       ['/with#fragment', '/with'],
+      // A backslash goes as the parser reads it, `/`: as written, a receiver might read `/\\host` as another host.
+      ['/a\\b', '/a/b'],
+      ['/\\evil.example/x', '//evil.example/x'],
       // Non-ASCII cannot go on a request line as it is: the parser's percent-encoding is the one way to send it.
       ['/caf\u00e9', '/caf%C3%A9'],
     ];

@@ -35,4 +35,23 @@ test('a request from a Kafka client is checked by its type beyond the schema, as
   const never = parse({ type: 'countdown', input: { steps: 2, stepMs: 0, failAt: 3 } });
   if (never.ok) throw new Error('accepted');
   expect(never.errors.map((e) => e.instance)).toEqual(['/input/failAt']);
+  // One the api accepted (a 202 was answered, maybe by an api without the check) is run, not failed.
+  const promised = parse({ type: 'countdown', input: { steps: 2, stepMs: 0, failAt: 3 }, accepted: true });
+  expect(promised).toMatchObject({ ok: true });
+});
+
+test('a type check that throws refuses the input at /input instead of failing the caller', () => {
+  const fragile = {
+    name: 'fragile',
+    description: 'its check has a bug',
+    inputSchema: { type: 'object' },
+    checkInput: (): never => {
+      throw new Error('bug');
+    },
+    run: async () => 1,
+  };
+  const errors = new TaskRegistry([fragile]).inputErrors('fragile', {});
+  expect(errors.map((e) => [e.instance, e.detail])).toEqual([
+    ['/input', '/input could not be checked by fragile: bug'],
+  ]);
 });
