@@ -30,26 +30,33 @@ export function brokerAddress(broker: string): { host: string; port: number } {
   return { host: broker.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(broker.slice(i + 1)) };
 }
 
-export function brokerAnswers(broker: string, timeoutMs: number): Promise<boolean> {
+/** What a ping found: an answer; the connection refused or broken (nothing listens); or no answer in time. */
+export type PingResult = 'answered' | 'refused' | 'silent';
+
+export async function brokerAnswers(broker: string, timeoutMs: number): Promise<boolean> {
+  return (await pingBroker(broker, timeoutMs)) === 'answered';
+}
+
+export function pingBroker(broker: string, timeoutMs: number): Promise<PingResult> {
   const { host, port } = brokerAddress(broker);
   const correlationId = Math.floor(Math.random() * 0x7fffffff);
   return new Promise((resolve) => {
     let received = Buffer.alloc(0);
     const socket = connect({ host, port });
-    const done = (result: boolean) => {
+    const done = (result: PingResult) => {
       clearTimeout(timer);
       socket.destroy();
       resolve(result);
     };
-    const timer = setTimeout(() => done(false), timeoutMs);
+    const timer = setTimeout(() => done('silent'), timeoutMs);
     socket.once('connect', () => socket.write(apiVersionsRequest(correlationId)));
     socket.on('data', (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
       if (received.length < 8) return;
       const complete = received.length >= 4 + received.readInt32BE(0);
-      if (complete) done(received.readInt32BE(4) === correlationId);
+      if (complete) done(received.readInt32BE(4) === correlationId ? 'answered' : 'refused');
     });
-    socket.once('error', () => done(false));
-    socket.once('close', () => done(false));
+    socket.once('error', () => done('refused'));
+    socket.once('close', () => done('refused'));
   });
 }

@@ -1,4 +1,4 @@
-import { brokerAnswers } from './broker-ping';
+import { pingBroker } from './broker-ping';
 
 /**
  * How long a broker has to answer a ping. Longer than the probe interval: a broker on a busy machine (a GC pause, both
@@ -7,9 +7,16 @@ import { brokerAnswers } from './broker-ping';
 const ANSWER_TIMEOUT_MS = 2000;
 
 /**
+ * Probes in a row that got no answer in time before a broker that still takes connections is called down. One was
+ * enough on a quiet machine; on a loaded one (both cores busy, the broker's JVM among them) a 2 s answer was missed
+ * now and then, and every write was refused for a second while Kafka served.
+ */
+const SILENT_PROBES_FOR_DOWN = 2;
+
+/**
  * Knows whether any bootstrap broker serves: within about a second when it is
- * down (the connection is refused), within ANSWER_TIMEOUT_MS when it hangs
- * (a stopped process still has its connections accepted by the kernel, so a
+ * down (the connection is refused), within SILENT_PROBES_FOR_DOWN probes when it
+ * hangs (a stopped process still has its connections accepted by the kernel, so a
  * connect alone said "up" for a broker that answered nothing). Requests that
  * need Kafka consult it so they fail fast with 503 instead of waiting out the
  * client's retries while the broker is down.
@@ -18,6 +25,7 @@ export class KafkaHealth {
   private reachable = true;
   private timer: NodeJS.Timeout | undefined;
   private probing = false;
+  private silentProbes = 0;
 
   constructor(
     private readonly brokers: string[],
@@ -47,8 +55,16 @@ export class KafkaHealth {
     if (this.probing) return this.reachable;
     this.probing = true;
     try {
-      const results = await Promise.all(this.brokers.map((b) => brokerAnswers(b, this.answerTimeoutMs)));
-      this.reachable = results.some(Boolean);
+      const results = await Promise.all(this.brokers.map((b) => pingBroker(b, this.answerTimeoutMs)));
+      if (results.includes('answered')) {
+        this.silentProbes = 0;
+        this.reachable = true;
+      } else if (results.includes('silent')) {
+        this.silentProbes += 1;
+        if (this.silentProbes >= SILENT_PROBES_FOR_DOWN) this.reachable = false;
+      } else {
+        this.reachable = false;
+      }
     } finally {
       this.probing = false;
     }

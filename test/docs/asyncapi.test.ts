@@ -99,6 +99,8 @@ test('the document parses, and real records of every user-facing topic match the
   const ok = await submit({ steps: 1, stepMs: 0 }, { callbackUrl: `${bad.url}/dead`, mode: 'once' });
   const failed = await submit({ steps: 2, stepMs: 0, failAt: 1 });
   const slow = await submit({ steps: 100, stepMs: 100 });
+  // Each accepted: a 503 here would leave a task that never runs, and the wait below would say only that.
+  expect([ok.status, failed.status, slow.status]).toEqual([202, 202, 202]);
   const slowHref = `/tasks/${slow.body.taskId}`;
   await until(async () => ((await http(service.url, slowHref)).body.status === 'running' ? true : undefined));
   expect((await http(service.url, slowHref, { method: 'PATCH', body: { status: 'cancelled' } })).status).toBe(202);
