@@ -20,7 +20,8 @@ function isErrorLike(x: unknown): x is Error & { originalError?: unknown } {
   return typeof x === 'object' && e !== null && typeof e.message === 'string' && typeof e.name === 'string';
 }
 
-function* causes(err: unknown): Generator<Error> {
+/** The error, then what it wraps (`cause`, kafkajs's `originalError`), at most five deep. */
+export function* causes(err: unknown): Generator<Error> {
   let current: unknown = err;
   for (let depth = 0; depth < 5 && isErrorLike(current); depth++) {
     yield current;

@@ -1,4 +1,4 @@
-import { HALF_CONNECTED } from '../kafka/kafka-failure';
+import { causes, HALF_CONNECTED } from '../kafka/kafka-failure';
 import { KafkaUnavailableError } from '../kafka/types';
 
 /*
@@ -49,12 +49,6 @@ function notReadyItself(err: Error): boolean {
   return err.name.startsWith('KafkaJS') && typeof protocol.type === 'string' && NOT_READY_TYPES.has(protocol.type);
 }
 
-/** Errors from node's own modules may come from another realm (jest), where instanceof Error fails. */
-function isErrorLike(x: unknown): x is Error {
-  const e = x as Error | null;
-  return typeof x === 'object' && e !== null && typeof e.message === 'string' && typeof e.name === 'string';
-}
-
 /**
  * True when `err` means "Kafka is not (yet) usable": worth another try at
  * start-up. Anything else (bad configuration, a port taken, a bug) is not
@@ -62,10 +56,6 @@ function isErrorLike(x: unknown): x is Error {
  * retries (KafkaJSNumberOfRetriesExceeded), so causes are looked at too.
  */
 export function isKafkaNotReady(err: unknown): boolean {
-  let current: unknown = err;
-  for (let depth = 0; depth < 5 && isErrorLike(current); depth++) {
-    if (notReadyItself(current)) return true;
-    current = current.cause ?? (current as Error & { originalError?: unknown }).originalError;
-  }
+  for (const e of causes(err)) if (notReadyItself(e)) return true;
   return false;
 }
