@@ -38,7 +38,7 @@ export class PartitionWriters {
     const writer = this.writer(partition);
     if (writer.unsure) return this.resolved(partition);
     // The common case: nothing was initialized and no write failed since the last sync, so the view shows every
-    // final event (the publisher's successful writes were each read back before they answered).
+    // final event (each successful write of the runner's was applied to it before the write's caller went on).
     const current = writer.publisher.generation;
     if (current !== undefined && current === writer.syncedGeneration)
       return { publisher: writer.publisher, generation: current };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { writeThenRead } from '../kafka/read-your-writes';
+import { writeThenCatchUp } from '../kafka/read-your-writes';
 import type {
   KeyedCreation,
   OutgoingRecord,
@@ -135,7 +135,7 @@ export class IdempotencyKeys {
     this.local.set(scope, fingerprint);
     try {
       const claim: ClaimRecord = { kind: 'claim', scope, claimId: randomUUID(), fingerprint, at: Date.now() };
-      await writeThenRead(this.deps.view, deadline.remaining(), (timeoutMs) =>
+      await writeThenCatchUp(this.deps.view, deadline.remaining(), (timeoutMs) =>
         this.deps.publisher.publish([this.record(`${CLAIM_PREFIX}${scope}`, claim)], { timeoutMs }),
       );
       // The view has now applied everything before the claim in the key's partition.

@@ -1,12 +1,26 @@
 import { Deadline } from '../lib/deadline';
-import type { RecordPosition, StateView } from './types';
+import type { RecordPosition, StateView, WrittenRecord } from './types';
 
 /**
- * Read-your-writes under one deadline: the write and the wait for this
- * process's view to apply it share `timeoutMs`, so a request that needs Kafka
- * answers within it whatever phase is slow (DESIGN "One deadline").
+ * Read-your-writes (DESIGN): once Kafka acknowledged the write (its transaction committed), this process's view
+ * applies the records itself instead of waiting to read them back, a round trip and a fetch saved on every write. The
+ * view keeps each key's order (StateView.applyWritten), so a record read later never takes a key back.
  */
 export async function writeThenRead(
+  view: Pick<StateView<unknown>, 'applyWritten'>,
+  timeoutMs: number,
+  write: (remainingMs: number) => Promise<WrittenRecord[]>,
+): Promise<WrittenRecord[]> {
+  const written = await write(timeoutMs);
+  view.applyWritten(written);
+  return written;
+}
+
+/**
+ * A write and then the view's reading past it, under one deadline (DESIGN "One deadline"): for a writer that must
+ * see what others wrote before it, in the same partition (an Idempotency-Key's claim, where the first claim wins).
+ */
+export async function writeThenCatchUp(
   view: Pick<StateView<unknown>, 'waitFor'>,
   timeoutMs: number,
   write: (remainingMs: number) => Promise<RecordPosition[]>,

@@ -1,7 +1,7 @@
 import type { Message, Transaction } from 'kafkajs';
 import type { PartitionMap } from './partition-map';
 import { recordBytes } from './record-size';
-import type { OutgoingRecord, RecordPosition } from './types';
+import type { OutgoingRecord, WrittenRecord } from './types';
 
 /**
  * Records sent in a transaction in as few sends as keep each within `maxBytes`: one for all but a large write (a
@@ -15,9 +15,9 @@ export async function sendWithin(
   maxBytes: number,
   /** the records' size in all, when the caller knows it: within maxBytes, they go in one send without measuring */
   knownBytes?: number,
-): Promise<RecordPosition[]> {
+): Promise<WrittenRecord[]> {
   if (knownBytes !== undefined && knownBytes <= maxBytes) return sendOnce(tx, partitions, records);
-  const positions: RecordPosition[] = [];
+  const positions: WrittenRecord[] = [];
   let start = 0;
   let bytes = 0;
   for (let i = 0; i <= records.length; i += 1) {
@@ -36,7 +36,7 @@ async function sendOnce(
   tx: Transaction,
   partitions: PartitionMap,
   records: OutgoingRecord[],
-): Promise<RecordPosition[]> {
+): Promise<WrittenRecord[]> {
   // One message object per record, no copy of the record: a batch carries a few hundred on the api's one thread.
   const byTopic = new Map<string, Message[]>();
   const messages: Message[] = new Array(records.length);
@@ -60,7 +60,7 @@ function positionsOf(
   records: OutgoingRecord[],
   messages: Message[],
   metadata: { topicName: string; partition: number; baseOffset?: string }[],
-): RecordPosition[] {
+): WrittenRecord[] {
   const next = new Map<string, bigint>();
   for (const m of metadata) next.set(`${m.topicName}:${m.partition}`, BigInt(m.baseOffset ?? '0'));
   return records.map((r, i) => {
@@ -68,6 +68,6 @@ function positionsOf(
     const k = `${r.topic}:${partition}`;
     const offset = next.get(k) ?? 0n;
     next.set(k, offset + 1n);
-    return { topic: r.topic, partition, offset: offset.toString() };
+    return { topic: r.topic, partition, offset: offset.toString(), key: r.key, value: r.value };
   });
 }

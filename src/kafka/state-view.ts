@@ -1,7 +1,7 @@
 import type { Logger } from '../logger';
 import type { FetchedMessage, ReadingCluster } from './reader-clusters';
 import { TopicReading } from './topic-reading';
-import { KafkaUnavailableError, type RecordPosition, type StateView } from './types';
+import { KafkaUnavailableError, type RecordPosition, type StateView, type WrittenRecord } from './types';
 import { withKafkaTimeout } from './kafka-timeout';
 
 interface Waiter {
@@ -33,6 +33,11 @@ export class KafkaStateView<T> implements StateView<T> {
   private readonly position = new Map<number, bigint>();
   private readonly waiters = new Set<Waiter>();
   private readonly listeners: ((key: string, value: T | undefined) => void)[] = [];
+  /**
+   * key → where the record this process wrote and applied ahead of its reading landed (applyWritten). Until the
+   * reading passes it, older records of the key are not applied: a key's value never goes back in the log.
+   */
+  private readonly ahead = new Map<string, { partition: number; offset: bigint }>();
   private reading: TopicReading | undefined;
   private synced = false;
   private stopped = false;
@@ -98,10 +103,44 @@ export class KafkaStateView<T> implements StateView<T> {
     const from = this.position.get(partition) ?? 0n;
     if (next <= from) return;
     for (const m of records) {
-      if (BigInt(m.offset) >= from) this.apply(m.key?.toString() ?? null, m.value?.toString() ?? null);
+      const offset = BigInt(m.offset);
+      if (offset < from) continue;
+      const key = m.key?.toString() ?? null;
+      if (key !== null && this.ahead.size > 0 && this.appliedAhead(key, partition, offset)) continue;
+      this.apply(key, m.value?.toString() ?? null);
     }
     this.position.set(partition, next);
+    if (this.ahead.size > 0) this.forgetAheadBefore(partition, next);
     this.settleWaiters();
+  }
+
+  applyWritten(records: WrittenRecord[]): void {
+    for (const r of records) {
+      if (r.topic !== this.topic) continue;
+      const offset = BigInt(r.offset);
+      // Read already (or something later of the key is shown): the reading applied it, or a newer value.
+      if ((this.position.get(r.partition) ?? 0n) > offset) continue;
+      const shown = this.ahead.get(r.key);
+      if (shown && shown.partition === r.partition && shown.offset >= offset) continue;
+      this.ahead.set(r.key, { partition: r.partition, offset });
+      this.apply(r.key, r.value);
+    }
+  }
+
+  /** true when the fetched record is the key's record applied ahead, or older than it: not applied again */
+  private appliedAhead(key: string, partition: number, offset: bigint): boolean {
+    const shown = this.ahead.get(key);
+    if (!shown || shown.partition !== partition) return false;
+    if (offset < shown.offset) return true;
+    this.ahead.delete(key);
+    return offset === shown.offset;
+  }
+
+  /** Entries the reading has passed (a record compaction removed, say) hold nothing back any more. */
+  private forgetAheadBefore(partition: number, next: bigint): void {
+    for (const [key, shown] of this.ahead) {
+      if (shown.partition === partition && shown.offset < next) this.ahead.delete(key);
+    }
   }
 
   /**

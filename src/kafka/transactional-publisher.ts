@@ -12,12 +12,13 @@ import {
   type PublishOptions,
   type RecordPosition,
   type WriteChain,
+  type WrittenRecord,
 } from './types';
 
 interface Pending {
   records: OutgoingRecord[];
   then?: (positions: RecordPosition[]) => OutgoingRecord[];
-  resolve(positions: RecordPosition[]): void;
+  resolve(positions: WrittenRecord[]): void;
   reject(err: Error): void;
   settled: boolean;
   /** ms since epoch: the caller has had its answer (503) by then, so the transaction must be over too */
@@ -73,7 +74,7 @@ export class TransactionalPublisher implements FencingPublisher {
     this.producers = new TransactionalProducers(kafka, options);
   }
 
-  publish(records: OutgoingRecord[], options: PublishOptions = {}): Promise<RecordPosition[]> {
+  publish(records: OutgoingRecord[], options: PublishOptions = {}): Promise<WrittenRecord[]> {
     if (records.length === 0) return Promise.resolve([]);
     return this.enqueue(records, undefined, options);
   }
@@ -82,7 +83,7 @@ export class TransactionalPublisher implements FencingPublisher {
     first: OutgoingRecord[],
     then: (positions: RecordPosition[]) => OutgoingRecord[],
     options: PublishOptions = {},
-  ): Promise<RecordPosition[]> {
+  ): Promise<WrittenRecord[]> {
     return this.enqueue(first, then, options);
   }
 
@@ -102,11 +103,7 @@ export class TransactionalPublisher implements FencingPublisher {
     return this.producers.ready ? this.producers.initializations : undefined;
   }
 
-  private enqueue(
-    records: OutgoingRecord[],
-    then: Pending['then'],
-    options: PublishOptions,
-  ): Promise<RecordPosition[]> {
+  private enqueue(records: OutgoingRecord[], then: Pending['then'], options: PublishOptions): Promise<WrittenRecord[]> {
     const refused = this.closed
       ? 'publisher closed'
       : options.chain?.broken
@@ -202,7 +199,7 @@ export class TransactionalPublisher implements FencingPublisher {
   }
 
   private async flush(batch: Pending[]): Promise<void> {
-    let positions: RecordPosition[][];
+    let positions: WrittenRecord[][];
     try {
       positions = await this.withinDeadline(this.send(batch), Math.max(...batch.map((p) => p.deadline)));
     } catch (err) {
@@ -237,7 +234,7 @@ export class TransactionalPublisher implements FencingPublisher {
   }
 
   /** One transaction for the whole batch: every caller's first stage, then every second stage, then commit. */
-  private async send(all: Pending[]): Promise<RecordPosition[][]> {
+  private async send(all: Pending[]): Promise<WrittenRecord[][]> {
     const producer = await this.producers.current();
     // A caller that checked the state under an earlier initialization must check again: someone may have written since.
     for (const p of all) {
@@ -305,7 +302,7 @@ export class TransactionalPublisher implements FencingPublisher {
   }
 
   /** A stage's records, every caller's, in as few sends as keep each within maxSendBytes (record-sends.ts). */
-  private async sendStage(tx: Transaction, groups: OutgoingRecord[][], bytes?: number): Promise<RecordPosition[][]> {
+  private async sendStage(tx: Transaction, groups: OutgoingRecord[][], bytes?: number): Promise<WrittenRecord[][]> {
     const records = groups.flat();
     if (records.length === 0) return groups.map(() => []);
     await this.partitions.load([...new Set(records.map((r) => r.topic))]);
@@ -315,7 +312,7 @@ export class TransactionalPublisher implements FencingPublisher {
   }
 }
 
-function settle(p: Pending, outcome: RecordPosition[] | Error): void {
+function settle(p: Pending, outcome: WrittenRecord[] | Error): void {
   if (p.settled) return;
   p.settled = true;
   // Synchronously, before any later write of the chain can be sent: a gap in a task's events is never committed.

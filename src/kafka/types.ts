@@ -38,6 +38,15 @@ export interface IncomingRecord extends RecordPosition {
   receivedAt?: number;
 }
 
+/**
+ * A record this process wrote and Kafka acknowledged (its transaction committed), with where it landed: what a
+ * writer's own view applies without reading it back (StateView.applyWritten).
+ */
+export interface WrittenRecord extends RecordPosition {
+  key: string;
+  value: string | null;
+}
+
 export interface PublishOptions {
   /** answer within this long (at most the publisher's own timeout); the caller's remaining deadline */
   timeoutMs?: number;
@@ -78,7 +87,7 @@ export interface WriteChain {
 /** Writes records durably (acks from all in-sync replicas). */
 export interface Publisher {
   /** All records land or none do (one Kafka transaction); positions are in input order. */
-  publish(records: OutgoingRecord[], options?: PublishOptions): Promise<RecordPosition[]>;
+  publish(records: OutgoingRecord[], options?: PublishOptions): Promise<WrittenRecord[]>;
   /**
    * Like publish, in two stages of one transaction: `then` receives the
    * positions of `first` (known before the commit) and returns more records.
@@ -88,7 +97,7 @@ export interface Publisher {
     first: OutgoingRecord[],
     then: (positions: RecordPosition[]) => OutgoingRecord[],
     options?: PublishOptions,
-  ): Promise<RecordPosition[]>;
+  ): Promise<WrittenRecord[]>;
 }
 
 /**
@@ -116,8 +125,13 @@ export interface StateView<T> {
   readonly size: number;
   /** true once everything committed before the view started has been applied */
   readonly caughtUp: boolean;
-  /** resolves once the view has applied every given position on its topic */
+  /** resolves once the view's reading has passed every given position on its topic (and so all before them) */
   waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void>;
+  /**
+   * Applies records this process wrote (acknowledged, committed) on the view's topic at once, before its reading
+   * reaches them: read-your-writes without a read-back. A key's value never goes back to an older offset.
+   */
+  applyWritten(records: WrittenRecord[]): void;
   onChange(listener: (key: string, value: T | undefined) => void): void;
   /** when the last completed sync began (ms since epoch): syncedSince(t) for any t up to it needs no round trip */
   readonly syncedAt: number;

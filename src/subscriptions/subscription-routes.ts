@@ -71,6 +71,7 @@ export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
           return [drafted.record];
         },
         created: () => drafted && newSubscriptionRepresentation(drafted.subscription),
+        written: (records) => deps.store.view.applyWritten(records),
       };
     },
   };

@@ -1,5 +1,12 @@
 import { writeThenRead } from '../kafka/read-your-writes';
-import type { KeyedCreation, OutgoingRecord, Publisher, RecordPosition, StateView } from '../kafka/types';
+import type {
+  KeyedCreation,
+  OutgoingRecord,
+  Publisher,
+  RecordPosition,
+  StateView,
+  WrittenRecord,
+} from '../kafka/types';
 import type { TraceContext } from '../tracing/trace-context';
 import { taskEventRecord, type TaskTopics } from './task-events';
 import type { TaskRecord, TaskSnapshot } from './task-snapshot';
@@ -18,13 +25,15 @@ export interface NewTask {
 /**
  * Accepts a task in one transaction, in two stages: task.accepted first, then
  * the snapshot holding that event's position (known before the commit) with
- * any records that must land with it. Returns once the view has the snapshot.
+ * any records that must land with it. Returns once the view has the snapshot (it applies its own write).
  */
 export async function acceptTask(
   deps: { publisher: Publisher; view: StateView<TaskRecord>; topics: TaskTopics; timeoutMs: number },
   task: NewTask,
   alongside: OutgoingRecord[] = [],
   idempotency?: KeyedCreation,
+  /** given every record written: the alongside records' own views apply theirs (read-your-writes) */
+  written?: (records: WrittenRecord[]) => void,
 ): Promise<TaskSnapshot> {
   const now = isoNow();
   const draft: TaskSnapshot = {
@@ -47,12 +56,13 @@ export async function acceptTask(
     snapshot = { ...draft, partition: first.partition, offset: Number(first.offset) };
     return [{ topic: deps.topics.tasks, key: task.taskId, value: JSON.stringify(snapshot) }, ...alongside];
   };
-  await writeThenRead(deps.view, deps.timeoutMs, (timeoutMs) =>
+  const records = await writeThenRead(deps.view, deps.timeoutMs, (timeoutMs) =>
     deps.publisher.publishStaged([event], withSnapshot, {
       timeoutMs,
       thenTo: [{ topic: deps.topics.tasks, key: task.taskId }, ...alongside],
       idempotency,
     }),
   );
+  written?.(records);
   return snapshot;
 }

@@ -12,7 +12,7 @@ import { pageLinks, type PageQuery } from '../http/paging';
 import { preferredWait } from '../http/prefer';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
-import type { OutgoingRecord, PartitionReader } from '../kafka/types';
+import type { OutgoingRecord, PartitionReader, WrittenRecord } from '../kafka/types';
 import type { Logger } from '../logger';
 import { taskEventRoutes } from './task-event-routes';
 import type { TaskRegistry } from './task-registry';
@@ -28,6 +28,8 @@ export interface PreparedSubscription {
   records(taskId: string): OutgoingRecord[];
   /** after records(): its representation with the secret, shown once in the 202 */
   created(): HalResource | undefined;
+  /** its records were written (with the task's): the subscriptions view of this process applies them */
+  written(records: WrittenRecord[]): void;
 }
 
 /** What a callbackUrl in POST /tasks turns into; the subscriptions module provides it. */
@@ -188,6 +190,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
           input: body.input,
           subscription: subscription?.id,
           alongside: subscription?.records,
+          alongsideWritten: subscription?.written,
           trace: request.trace,
           idempotency: keyed,
         });

@@ -1,5 +1,5 @@
 import { v4 as uuidv4 } from 'uuid';
-import type { KeyedCreation, OutgoingRecord, Publisher, StateView, ViewSource } from '../kafka/types';
+import type { KeyedCreation, OutgoingRecord, Publisher, StateView, ViewSource, WrittenRecord } from '../kafka/types';
 import type { ServiceMetrics } from '../metrics/metrics';
 import { traceHeaders, type TraceContext } from '../tracing/trace-context';
 import { writeThenRead } from '../kafka/read-your-writes';
@@ -35,6 +35,8 @@ export interface Submission {
   input: unknown;
   /** records to write in the same transaction (the subscription a callbackUrl creates) */
   alongside?: (taskId: string) => OutgoingRecord[];
+  /** once they are written: their own view applies them, so this process reads them at once (read-your-writes) */
+  alongsideWritten?: (records: WrittenRecord[]) => void;
   subscription?: string;
   /** chosen by a caller that must name the task before it exists (an Idempotency-Key's answer); else UUIDv4 */
   taskId?: string;
@@ -127,6 +129,7 @@ export class TaskStore {
         ...(s.alongside?.(taskId) ?? []),
       ],
       s.idempotency,
+      s.alongsideWritten,
     );
     this.deps.metrics?.taskAccepted();
     return this.get(taskId) ?? snapshot;

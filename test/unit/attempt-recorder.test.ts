@@ -1,12 +1,12 @@
 import { AttemptRecorder } from '../../consumers/callback-bridge/attempt-recorder';
-import type { OutgoingRecord, Publisher, RecordPosition } from '../../src/kafka/types';
+import type { OutgoingRecord, Publisher, WrittenRecord } from '../../src/kafka/types';
 
 /** A publisher whose publishes stay open until settled by the test, recording what each carried. */
 function heldPublisher() {
   const calls: { keys: string[]; resolve(): void; reject(err: Error): void }[] = [];
   const publisher: Publisher = {
     publish: (records: OutgoingRecord[]) =>
-      new Promise<RecordPosition[]>((resolve, reject) => {
+      new Promise<WrittenRecord[]>((resolve, reject) => {
         calls.push({ keys: records.map((r) => r.key), resolve: () => resolve([]), reject });
       }),
     publishStaged: () => Promise.reject(new Error('not used')),

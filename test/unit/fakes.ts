@@ -12,6 +12,7 @@ import {
   type PublishOptions,
   type Publisher,
   type RecordPosition,
+  type WrittenRecord,
   type StateView,
   type ViewSource,
   type ViewSpec,
@@ -39,7 +40,7 @@ export class FakePublisher implements Publisher {
     return this.offset;
   }
 
-  async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<RecordPosition[]> {
+  async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<WrittenRecord[]> {
     // As the real publisher does: a record over what a send takes is refused before anything is written.
     const oversized = tooLarge(records, MAX_SEND_BYTES);
     if (oversized) throw oversized;
@@ -47,10 +48,12 @@ export class FakePublisher implements Publisher {
       this.failNext -= 1;
       throw new Error('Kafka did not acknowledge (fake)');
     }
-    const positions = records.map((r) => ({
+    const positions: WrittenRecord[] = records.map((r) => ({
       topic: r.topic,
       partition: r.partition ?? 0,
       offset: String(this.offset++),
+      key: r.key,
+      value: r.value,
     }));
     this.published.push(...records);
     this.log.push(...records.map((r, i) => ({ ...r, ...positions[i] })));
@@ -62,7 +65,7 @@ export class FakePublisher implements Publisher {
   async publishStaged(
     first: OutgoingRecord[],
     then: (positions: RecordPosition[]) => OutgoingRecord[],
-  ): Promise<RecordPosition[]> {
+  ): Promise<WrittenRecord[]> {
     const a = await this.publish(first);
     return [...a, ...(await this.publish(then(a)))];
   }
@@ -102,15 +105,10 @@ export class FakeView<T> implements StateView<T> {
     return this.state.size;
   }
 
-  /** the next N waits for positions fail, as a view that did not catch up in time */
-  failWaits = 0;
+  async waitFor(): Promise<void> {}
 
-  async waitFor(): Promise<void> {
-    if (this.failWaits > 0) {
-      this.failWaits -= 1;
-      throw new Error('view did not catch up within the deadline (fake)');
-    }
-  }
+  /** Records written through a fake publisher reach a fake view by `set` (the test's wiring), not from here. */
+  applyWritten(): void {}
 
   onChange(listener: (key: string, value: T | undefined) => void): void {
     this.listeners.push(listener);

@@ -6,6 +6,7 @@ import {
   type PublishOptions,
   type Publisher,
   type RecordPosition,
+  type WrittenRecord,
 } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import { decodeTaskRecord, type TaskRecord } from '../../src/tasks/task-snapshot';
@@ -33,7 +34,7 @@ class Transactions implements Publisher {
     private readonly decoders: Record<string, (v: string) => unknown>,
   ) {}
 
-  async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<RecordPosition[]> {
+  async publish(records: OutgoingRecord[], _options?: PublishOptions): Promise<WrittenRecord[]> {
     const creation = records.some((r) => r.topic === topics.taskRequests);
     const fate = creation ? this.nextCreation : 'ok';
     if (creation) this.nextCreation = 'ok';
@@ -43,14 +44,20 @@ class Transactions implements Publisher {
       this.views[r.topic]?.set(r.key, r.value === null ? undefined : this.decoders[r.topic](r.value));
     }
     if (fate === 'late') throw new KafkaUnavailableError('no acknowledgement in time (fake); it committed anyway');
-    return records.map((r) => ({ topic: r.topic, partition: 0, offset: String(this.offset++) }));
+    return records.map((r) => ({
+      topic: r.topic,
+      partition: 0,
+      offset: String(this.offset++),
+      key: r.key,
+      value: r.value,
+    }));
   }
 
   async publishStaged(
     first: OutgoingRecord[],
     then: (p: RecordPosition[]) => OutgoingRecord[],
     options?: PublishOptions,
-  ): Promise<RecordPosition[]> {
+  ): Promise<WrittenRecord[]> {
     const positions = first.map((r, i) => ({ topic: r.topic, partition: 0, offset: String(this.offset + i) }));
     return this.publish([...first, ...then(positions)], options);
   }

@@ -4,7 +4,7 @@ import type {
   GroupConsumerOptions,
   IncomingRecord,
   OutgoingRecord,
-  RecordPosition,
+  WrittenRecord,
 } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import { exampleTaskTypes } from '../../src/examples';
@@ -53,13 +53,15 @@ class FakeLog {
 function fencingPublisherOn(log: FakeLog): FencingPublisher {
   let generation = 0;
   let failedSinceSettled = false;
-  const commit = (records: OutgoingRecord[]): RecordPosition[] => {
+  const commit = (records: OutgoingRecord[]): WrittenRecord[] => {
     log.records.push(...records);
     for (const r of records) if (r.topic === topics.tasks) log.view.set(r.key, JSON.parse(String(r.value)));
     return records.map((r, i) => ({
       topic: r.topic,
       partition: 0,
       offset: String(log.records.length - records.length + i),
+      key: r.key,
+      value: r.value,
     }));
   };
   const publish = async (records: OutgoingRecord[], options?: { generation?: number }) => {
@@ -161,14 +163,14 @@ describe('task runner: exactly one final event', () => {
     expect(log.finals('t2')).toEqual(['task.succeeded']);
   });
 
-  test('a final that committed but was not read back in time, then a failed sync, is not written again', async () => {
-    // The generation did not move (the transaction itself went through), so only the view can tell.
+  test('a final that committed but timed out, then a failed sync, is not written again', async () => {
+    // Only the view can tell that it committed, and the first look at it fails: the runner must look again, not write.
     const log = new FakeLog();
     let armed = false;
     log.beforePublish = (records) => {
       if (isFinalWrite(records) && !armed) {
         armed = true;
-        log.view.failWaits = 1;
+        log.ambiguous = 1;
         log.view.failSyncs = 1;
         // The failed sync must happen: a sync that began in this same millisecond (the run's start, on a fast
         // machine) would otherwise count as covering the next request, and skip it, as KafkaStateView does.

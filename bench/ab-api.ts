@@ -1,7 +1,8 @@
 /*
- * node dist/bench/ab-get.js <brokers> <pairs> <seconds> <label=dist> <label=dist> [...]: an interleaved A/B of
- * `GET /tasks/{id}?fields=status,type` at c=50 against api processes built from different commits (each a `dist`
- * directory, e.g. of a `git worktree`), all on one broker. Rounds are short and many (A, B, then B, A, ...): on a
+ * node dist/bench/ab-api.js [--post] [--c=N] <brokers> <pairs> <seconds> <label=dist> <label=dist> [...]: an
+ * interleaved A/B of `GET /tasks/{id}?fields=status,type` (or with --post, `POST /tasks` of a countdown) at c=N (50
+ * unless given) against api processes built from different commits (each a `dist` directory, e.g. of a `git
+ * worktree`), all on one broker. Rounds are short and many (A, B, then B, A, ...): on a
  * shared 2-core machine the figures of one round swing by 10-20%, and only the median of many pairs' ratios is
  * steadier than what a change moves. CPU per request is the api's main thread's, read from /proc in nanoseconds.
  * Nothing is asserted; it prints one line per contender: medians and the pairs' ratios to the first contender.
@@ -10,11 +11,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { getter, type LoadJob, type Target } from './load';
+import { getter, poster, type LoadJob, type Target } from './load';
 
 const KEY = 'bench-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
-const CONCURRENCY = 50;
+const flags = process.argv.slice(2).filter((a) => a.startsWith('--'));
+const POST = flags.includes('--post');
+const CONCURRENCY = Number(flags.find((f) => f.startsWith('--c='))?.slice(4) ?? 50);
+const TASK = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
 
 interface Contender {
   label: string;
@@ -24,6 +28,8 @@ interface Contender {
 
 interface Round {
   perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
   cpuUsPerRequest: number;
 }
 
@@ -61,14 +67,17 @@ async function startApi(brokers: string, label: string, dist: string, port: numb
   const res = await fetch(`${base}/tasks`, {
     method: 'POST',
     headers: { ...AUTH, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'countdown', input: { steps: 1, stepMs: 0 } }),
+    body: JSON.stringify(TASK),
   });
   const { taskId } = (await res.json()) as { taskId: string };
-  return { label, process: child, target: getter(`${base}/tasks/${taskId}?fields=status,type`, AUTH) };
+  const target = POST
+    ? poster(`${base}/tasks`, TASK, AUTH, 202)
+    : getter(`${base}/tasks/${taskId}?fields=status,type`, AUTH);
+  return { label, process: child, target };
 }
 
 async function main(): Promise<void> {
-  const [brokers, pairs, seconds, ...specs] = process.argv.slice(2);
+  const [brokers, pairs, seconds, ...specs] = process.argv.slice(2).filter((a) => !a.startsWith('--'));
   const contenders: Contender[] = [];
   const client = spawn(process.execPath, [join(__dirname, 'load-client.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
   const answers = createInterface({ input: client.stdout })[Symbol.asyncIterator]();
@@ -77,8 +86,11 @@ async function main(): Promise<void> {
     const before = mainThreadNs(pid);
     const job: LoadJob = { target: c.target, seconds: secs, concurrency: CONCURRENCY };
     client.stdin.write(`${JSON.stringify(job)}\n`);
-    const answer = JSON.parse((await answers.next()).value as string) as { requests: number; perSecond: number };
-    return { perSecond: answer.perSecond, cpuUsPerRequest: (mainThreadNs(pid) - before) / 1000 / answer.requests };
+    const answer = JSON.parse((await answers.next()).value as string) as Omit<Round, 'cpuUsPerRequest'> & {
+      requests: number;
+    };
+    const cpuUsPerRequest = (mainThreadNs(pid) - before) / 1000 / answer.requests;
+    return { perSecond: answer.perSecond, p50Ms: answer.p50Ms, p99Ms: answer.p99Ms, cpuUsPerRequest };
   };
   try {
     for (const [i, spec] of specs.entries()) {
@@ -100,7 +112,8 @@ async function main(): Promise<void> {
           0.5,
         ).toFixed(2)}, ratio ${q(0.5)} (IQR ${q(0.25)}-${q(0.75)})`;
       };
-      console.log(`${c.label} (${rounds[i].length} rounds): ${figure('perSecond')}; ${figure('cpuUsPerRequest')}`);
+      const figures = (['perSecond', 'p50Ms', 'p99Ms', 'cpuUsPerRequest'] as const).map(figure).join('; ');
+      console.log(`${c.label} (${rounds[i].length} rounds): ${figures}`);
     }
   } finally {
     client.stdin.end();
