@@ -30,6 +30,7 @@ export const taskRunnerRole: ConsumerRole = {
       concurrency: config.taskConcurrency,
       taskTimeoutMs: config.taskTimeoutMs,
       kafkaTimeoutMs: config.kafkaTimeoutMs,
+      partitionOfTask: (taskId) => kafka.partitionFor(kafka.topics.taskRequests, taskId),
       metrics,
       tracer,
     });

@@ -18,7 +18,7 @@ import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
-import { parseTaskRequest, TASK_ID_PATTERN, type ParsedRequest } from '../../src/tasks/task-request';
+import { parseTaskRequest, taskIdOfRequest, type ParsedRequest } from '../../src/tasks/task-request';
 import {
   cancelKey,
   cancelledTaskId,
@@ -52,6 +52,11 @@ export interface TaskRunnerDeps {
   kafkaTimeoutMs: number;
   /** first pause before a run interrupted by a Kafka failure is tried again (it doubles, up to 10 s) */
   retryDelayMs?: number;
+  /**
+   * The requests partition a task id's key goes to with Kafka's default partitioner (murmur2, as the api and the
+   * Java client produce): a client's request found on another partition is moved there first (see handle).
+   */
+  partitionOfTask?: (taskId: string) => number;
   metrics?: ServiceMetrics;
   tracer?: Tracer;
 }
@@ -102,7 +107,7 @@ export class TaskRunner {
 
   /** The group consumer's handler: after the task's earlier runs, a span of the trace its request carries. */
   handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
-    return this.perTask.run(record.key ?? '', () => {
+    return this.perTask.run(taskIdOfRequest(record.key, record.partition, record.offset).taskId, () => {
       // Its events, and the callbacks they lead to, belong to the request's trace.
       const span = this.tracer.start('run task', 'consumer', parseTraceparent(record.headers.traceparent), {
         'messaging.destination.name': record.topic,
@@ -111,13 +116,24 @@ export class TaskRunner {
     });
   }
 
-  /** Tries a request until it is done or handed back; a Kafka failure means "run it again", never "move on". */
+  /**
+   * Tries a request until it is done or handed back; a Kafka failure means "run it again", never "move on".
+   *
+   * A client's request on a partition its key does not hash to (kcat and librdkafka partition keys another way) is
+   * moved to the one it does, with the same key, value and headers, and not run here: every request for one task id
+   * is then handled on one partition, by the one runner its transactional id lets write for it. Run where they
+   * landed, two runners would each find no task and run it twice, each to a final event.
+   */
   async handle(record: IncomingRecord, handBack: AbortSignal, trace?: TraceContext): Promise<void> {
-    const taskId =
-      record.key && TASK_ID_PATTERN.test(record.key) ? record.key : `request-${record.partition}-${record.offset}`;
+    const { taskId, keyed } = taskIdOfRequest(record.key, record.partition, record.offset);
+    const home = keyed ? this.deps.partitionOfTask?.(taskId) : undefined;
     for (let failures = 1; !handBack.aborted; failures += 1) {
       try {
-        if ((await this.handleOnce(record, taskId, handBack, trace)) !== 'retry') return;
+        const tried =
+          home !== undefined && home !== record.partition
+            ? await this.forward(record, taskId, home)
+            : await this.handleOnce(record, taskId, keyed, handBack, trace);
+        if (tried !== 'retry') return;
       } catch (err) {
         this.writers.markUnsure(record.partition);
         if (handBack.aborted) return;
@@ -127,18 +143,41 @@ export class TaskRunner {
     }
   }
 
+  /**
+   * The request moved to its task id's partition, under this partition's transactional id (a zombie's move is
+   * fenced). Moved twice (a crash before this offset's commit), the copies meet on that partition as one task's.
+   */
+  private async forward(record: IncomingRecord, taskId: string, home: number): Promise<'done'> {
+    const writer = await this.writers.checked(record.partition);
+    const moved = { topic: record.topic, partition: home, key: taskId, value: record.value, headers: record.headers };
+    await writer.publisher.publish([moved], { generation: writer.generation, timeoutMs: this.deps.kafkaTimeoutMs });
+    this.logger.debug({ taskId, from: record.partition, to: home }, "task request moved to its task id's partition");
+    return 'done';
+  }
+
   /** One try at a request: 'retry' when a Kafka failure interrupted the run and it must run again. */
-  async handleOnce(record: IncomingRecord, taskId: string, handBack: AbortSignal, trace?: TraceContext): Promise<Try> {
+  async handleOnce(
+    record: IncomingRecord,
+    taskId: string,
+    keyed: boolean,
+    handBack: AbortSignal,
+    trace?: TraceContext,
+  ): Promise<Try> {
     const writer = await this.writers.checked(record.partition);
     const exec = this.execDeps(writer.publisher, trace);
     const job: Job = { taskId, partition: record.partition, handBack, writer, exec };
     const seen = this.deps.view.get(taskId);
     if (isSnapshot(seen) && isFinal(seen.status)) return 'done';
     const parsed = parseTaskRequest(record.value, this.deps.registry);
-    if (!parsed.ok) return this.reject(job, parsed, record.key === taskId);
+    if (!parsed.ok) return this.reject(job, parsed, keyed);
     const { request } = parsed;
     const known = isSnapshot(seen) ? seen : await this.snapshotOf(taskId, request.accepted, handBack);
     if (known && isFinal(known.status)) return 'done';
+    if (!known && request.accepted) {
+      // Marked as the api's, but no snapshot of the api's came: a client's request, checked as one.
+      const checked = parseTaskRequest(record.value, this.deps.registry, false);
+      if (!checked.ok) return this.reject(job, checked, keyed);
+    }
     let snapshot = known;
     try {
       snapshot ??= await this.accept(job, { tenant: request.tenant, type: request.type, input: request.input });

@@ -109,11 +109,17 @@ function taskRequestMessage(taskTypes: TaskType[]): object {
           accepted: { type: 'boolean', description: 'written by the api only: leave it out' },
         },
         required: ['type', 'input'],
+        additionalProperties: false,
       })),
     },
     bindings: {
       kafka: {
-        key: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'the task id you choose' },
+        key: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9_-]{1,64}$',
+          description:
+            'the task id you choose; request-<partition>-<offset> is reserved (the id of a request without a valid key)',
+        },
         ...KAFKA_BINDING,
       },
     },

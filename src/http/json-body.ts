@@ -1,6 +1,7 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ProblemError } from '../problems/problem-error';
+import { illFormedStringAt } from '../lib/ill-formed-text';
 
 /**
  * Objects and arrays nested deeper than this are refused. Code that walks a body recursively (a merge patch, a
@@ -18,9 +19,6 @@ type RawJsonParser = (request: FastifyRequest, body: Buffer, done: Done) => void
 
 /** A `\uD800`-`\uDFFF` escape: the only way JSON text that is valid UTF-8 can hold a lone surrogate. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
-
-/** ES2024's String.prototype.isWellFormed, which Node 20 has; the project's lib is ES2022. */
-const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
 /** Whether `value` has objects or arrays more than `max` levels deep (the top level is level 1). */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
@@ -46,41 +44,6 @@ function declaredCharset(contentType: string | undefined): string | undefined {
     .map((p) => p.trim().toLowerCase())
     .find((p) => p.startsWith('charset='));
   return param?.slice('charset='.length).replace(/^"|"$/g, '');
-}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * JSON pointer token of a key (RFC 6901), a lone surrogate in it written out as `\uXXXX`: the pointer goes into a
- * Problem's detail, which must not break a strict parser either.
- */
-const pointerToken = (key: string): string =>
-  key
-    .replace(/~/g, '~0')
-    .replace(/\//g, '~1')
-    .replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
-
-/**
- * Where `value` holds a string (or key) with a lone surrogate, as a JSON pointer; undefined when it holds none.
- * Such a string is valid JSON text but no Unicode text: stored, it would make every later answer that holds it
- * unreadable to strict parsers.
- */
-export function illFormedStringAt(value: unknown): string | undefined {
-  const stack: { node: unknown; at: string }[] = [{ node: value, at: '' }];
-  for (let next = stack.pop(); next; next = stack.pop()) {
-    const { node, at } = next;
-    if (typeof node === 'string') {
-      if (!isWellFormed(node)) return at;
-      continue;
-    }
-    if (typeof node !== 'object' || node === null) continue;
-    for (const [key, child] of Object.entries(node)) {
-      const childAt = `${at}/${pointerToken(key)}`;
-      if (!Array.isArray(node) && !isWellFormed(key)) return childAt;
-      stack.push({ node: child, at: childAt });
-    }
-  }
-  return undefined;
 }
 
 /**

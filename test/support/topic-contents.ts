@@ -4,6 +4,8 @@ import { Kafka, logLevel } from 'kafkajs';
 export interface TopicRecord {
   key: string;
   value: string | null;
+  partition: number;
+  offset: string;
 }
 
 /**
@@ -31,8 +33,9 @@ export async function committedRecords(brokers: string[], topic: string): Promis
       check();
     });
     void consumer.run({
-      eachMessage: async ({ message }) => {
-        found.push({ key: message.key?.toString() ?? '', value: message.value?.toString() ?? null });
+      eachMessage: async ({ partition, message }) => {
+        const key = message.key?.toString() ?? '';
+        found.push({ key, value: message.value?.toString() ?? null, partition, offset: message.offset });
       },
     });
     check();

@@ -3,6 +3,7 @@ import type { RunningService } from '../../src/service';
 import { readTaskEvents } from '../support/event-reader';
 import { http } from '../support/http';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+import { committedRecords } from '../support/topic-contents';
 import { until } from '../support/until';
 
 /** Tasks end to end on the real broker: api and runner in one process (role all). */
@@ -219,12 +220,56 @@ describe('submitting and tracking', () => {
 });
 
 describe('submitting from Kafka', () => {
-  async function produce(key: string | null, value: string) {
+  async function produce(key: string | null, value: string, partition?: number) {
     const producer = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).producer();
     await producer.connect();
-    await producer.send({ topic: service.kafka.topics.taskRequests, messages: [{ key, value }] });
+    await producer.send({ topic: service.kafka.topics.taskRequests, messages: [{ key, value, partition }] });
     await producer.disconnect();
   }
+
+  const eventsOf = async (taskId: string) =>
+    (await committedRecords(testBrokers(), service.kafka.topics.taskEvents))
+      .filter((r) => r.key === taskId)
+      .map((r) => JSON.parse(String(r.value)) as { event: string; data: Record<string, unknown> });
+
+  test('a key of the form request-<partition>-<offset> never names a keyless request: each gets a task of its own', async () => {
+    const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    const ends = await admin.fetchTopicOffsets(service.kafka.topics.taskRequests).finally(() => admin.disconnect());
+    const end = Number(ends.find((e) => e.partition === 1)?.high);
+    // The keyed request lands at `end`, the keyless one right after it, where its id is the key the first one chose.
+    const claimed = `request-1-${end + 1}`;
+    await produce(
+      claimed,
+      JSON.stringify({ type: 'countdown', input: { steps: 3, stepMs: 0 }, tenant: 'tenant-a' }),
+      1,
+    );
+    await produce(null, JSON.stringify({ type: 'countdown', input: { steps: 1, stepMs: 0 }, tenant: 'tenant-b' }), 1);
+
+    expect(await finalState(`request-1-${end}`)).toMatchObject({ status: 'succeeded', result: { steps: 3 } });
+    expect(await finalState(claimed, TENANT_B_KEY)).toMatchObject({ status: 'succeeded', result: { steps: 1 } });
+    const events = (await eventsOf(claimed)).map((e) => e.event);
+    expect(events.filter((e) => e === 'task.accepted')).toHaveLength(1);
+    expect(events.filter((e) => ['task.succeeded', 'task.failed', 'task.cancelled'].includes(e))).toHaveLength(1);
+  });
+
+  test('a request with a field POST /tasks does not know (a callbackUrl) or a lone surrogate fails, saying so', async () => {
+    const cases = {
+      callbackUrl: [
+        '{"type":"countdown","input":{"steps":1,"stepMs":0},"callbackUrl":"http://127.0.0.1:9/x"}',
+        '/callbackUrl',
+      ],
+      surrogate: ['{"type":"order-report","input":{"statuses":["\\ud800"]}}', '/input/statuses/0'],
+    };
+    for (const [what, [value, instance]] of Object.entries(cases)) {
+      const taskId = `kafka-strict-${what}-${Date.now()}`;
+      await produce(taskId, value);
+      const events = await readTaskEvents(testBrokers(), { topic: service.kafka.topics.taskEvents, key: taskId });
+      expect(events.map((e) => e.value.event)).toEqual(['task.accepted', 'task.failed']);
+      const failure = events[1].value.data.problem as { errors: { instance: string }[] };
+      expect(failure.errors.map((e) => e.instance)).toContain(instance);
+    }
+  });
 
   test("a task request produced by a Kafka client runs under the client's own task id", async () => {
     const taskId = `kafka-client-${Date.now()}`;

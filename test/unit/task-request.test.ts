@@ -1,7 +1,7 @@
 import { exampleTaskTypes } from '../../src/examples';
 import { MAX_FIELD_ERRORS } from '../../src/problems/problem-detail';
 import { TaskRegistry } from '../../src/tasks/task-registry';
-import { DEFAULT_KAFKA_TENANT, parseTaskRequest } from '../../src/tasks/task-request';
+import { DEFAULT_KAFKA_TENANT, parseTaskRequest, taskIdOfRequest } from '../../src/tasks/task-request';
 
 /** A request produced to Kafka by a client of its own, as the runner reads it. */
 const registry = new TaskRegistry(exampleTaskTypes);
@@ -54,4 +54,36 @@ test('a type check that throws refuses the input at /input instead of failing th
   expect(errors.map((e) => [e.instance, e.detail])).toEqual([
     ['/input', '/input could not be checked by fragile: bug'],
   ]);
+});
+
+test('fields POST /tasks does not know, envelope fields of the wrong type and lone surrogates are refused', () => {
+  const refused = (value: string) => {
+    const parsed = parseTaskRequest(value, registry);
+    if (parsed.ok) throw new Error(`accepted ${value}`);
+    return parsed.errors.map((e) => e.instance);
+  };
+  expect(refused(JSON.stringify({ ...countdown, callbackUrl: 'http://127.0.0.1/x' }))).toEqual(['/callbackUrl']);
+  expect(refused('{"type":"countdown","input":{"steps":1,"stepMs":0},"__proto__":{"x":1}}')).toEqual(['/__proto__']);
+  expect(refused(JSON.stringify({ ...countdown, submittedAt: 5, accepted: 'yes' }))).toEqual([
+    '/submittedAt',
+    '/accepted',
+  ]);
+  expect(refused('{"type":"order-report","input":{"statuses":["ok","\\udc00"]}}')).toEqual(['/input/statuses/1']);
+  // A type that is no text is not copied into the task's events.
+  expect(parseTaskRequest('{"type":"\\ud800","input":{}}', registry)).toMatchObject({ ok: false, type: 'unknown' });
+});
+
+test("a request marked as the api's whose snapshot never came is checked as a client's", () => {
+  const value = JSON.stringify({ type: 'countdown', input: { steps: 2, stepMs: 0, failAt: 3 }, accepted: true });
+  expect(parseTaskRequest(value, registry)).toMatchObject({ ok: true });
+  expect(parseTaskRequest(value, registry, false)).toMatchObject({ ok: false });
+});
+
+test("a task id is the key of a client's choosing, or the request's coordinates, never one the other could give", () => {
+  expect(taskIdOfRequest('my-task_1', 2, '7')).toEqual({ taskId: 'my-task_1', keyed: true });
+  expect(taskIdOfRequest(null, 2, '7')).toEqual({ taskId: 'request-2-7', keyed: false });
+  expect(taskIdOfRequest('not valid!', 2, '7')).toEqual({ taskId: 'request-2-7', keyed: false });
+  // Reserved: as a key, it could name the keyless request that lands at partition 1, offset 9.
+  expect(taskIdOfRequest('request-1-9', 2, '7')).toEqual({ taskId: 'request-2-7', keyed: false });
+  expect(taskIdOfRequest('request-1-9x', 2, '7')).toEqual({ taskId: 'request-1-9x', keyed: true });
 });
