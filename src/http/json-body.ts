@@ -12,6 +12,8 @@ export const MAX_BODY_DEPTH = 100;
 
 /** Labels whose bytes for JSON are UTF-8's. */
 const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
+/** Charsets in which ASCII text is not ASCII's bytes (a `{` in UTF-16 is two bytes, one of them NUL). */
+const ASCII_INCOMPATIBLE = /^(utf-?16|utf-?32|ucs-?2|ucs-?4|utf-?7)/;
 
 type Done = (err: Error | null, body?: unknown) => void;
 type JsonParser = (request: FastifyRequest, body: string, done: Done) => void;
@@ -56,10 +58,12 @@ export function jsonBodyParser(app: FastifyInstance): RawJsonParser {
   const parse = app.getDefaultJsonParser('error', 'error') as JsonParser;
   return (request, raw, done) => {
     // RFC 8259 §11: the parameter has no effect on JSON, so a label is refused only where it would: ASCII reads the
-    // same in every charset that clients put there, but a body that declares Latin-1 and holds "é" does not.
+    // same in every ASCII-compatible charset, but a body that declares Latin-1 and holds "é" does not, nor does one
+    // declared UTF-16 (whose bytes may all be below 0x80, NULs included).
     const charset = declaredCharset(request.headers['content-type']);
-    if (charset !== undefined && !UTF8_COMPATIBLE.has(charset) && !isAscii(raw)) {
-      const detail = `JSON bodies are UTF-8; this one declares charset=${charset} and holds other than ASCII.`;
+    const other = charset !== undefined && !UTF8_COMPATIBLE.has(charset);
+    if (other && (ASCII_INCOMPATIBLE.test(charset) || !isAscii(raw))) {
+      const detail = `JSON bodies are UTF-8; this one declares charset=${charset}, in which it is not ASCII text.`;
       return done(new ProblemError('unsupported-media-type', detail));
     }
     if (!isUtf8(raw)) return done(new ProblemError('malformed-body', 'The body is not valid UTF-8 (RFC 8259 §8.1).'));

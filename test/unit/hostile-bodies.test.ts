@@ -131,6 +131,19 @@ describe('bodies', () => {
     expect(utf8.body.status).toBe('café');
   });
 
+  test('a body declared UTF-16 is 415 even when its bytes are all below 0x80 (ASCII text in UTF-16 is not ASCII)', async () => {
+    for (const charset of ['utf-16', 'UTF-16LE', 'utf-32']) {
+      const res = await api.app.inject({
+        method: 'POST',
+        url: '/orders',
+        headers: { ...bearer(), 'content-type': `application/json; charset=${charset}` },
+        payload: Buffer.from(JSON.stringify(order), 'utf16le'),
+      });
+      expect(res.statusCode).toBe(415);
+      expect(res.json().type).toBe(problemType('unsupported-media-type'));
+    }
+  });
+
   test('bytes that are not UTF-8 are a 400 malformed-body, not stored as U+FFFD', async () => {
     const before = api.resources.list('users').length;
     const bad = Buffer.concat([Buffer.from('{"name":"bad'), Buffer.from([0xff, 0xfe]), Buffer.from('utf"}')]);
