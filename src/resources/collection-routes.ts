@@ -8,7 +8,7 @@ import { mergePatch } from '../http/merge-patch';
 import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { pageLinks, type PageQuery } from '../http/paging';
-import { problem, type ProblemDetail } from '../problems/problem-detail';
+import { fieldErrors, problem, type ProblemDetail } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import { applySelection } from '../http/selection';
 import { requireObjectBody } from '../problems/validation';
@@ -183,6 +183,8 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     }
     const m = own === undefined ? null : selfPattern.exec(own);
     if (!m) return fail(400, `Element ${index} needs _links.self.href naming one of ${path}.`);
+    const otherLinks = linksBesidesSelf(links);
+    if (otherLinks.length > 0) return fail(400, `Element ${index} holds _links other than self.`, otherLinks);
     const existing = store.get(decl.collection, m[1]);
     if (!existing) return fail(404, `Element ${index} names ${href}, which does not exist.`);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
@@ -192,4 +194,21 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       write: { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data },
     };
   }
+}
+
+/**
+ * An element's `_links` says only which resource it changes (`self`). Any other member is an unknown field, as any
+ * `_links` is in PATCH /<collection>/<id>: a relation is changed as a field (`"author": "/users/u-ada"`). Ignored, it
+ * would answer 200 and drop the change the client asked for.
+ */
+function linksBesidesSelf(links: unknown): ProblemDetail[] {
+  if (typeof links !== 'object' || links === null || Array.isArray(links)) return [];
+  const others = Object.keys(links).filter((rel) => rel !== 'self');
+  return fieldErrors(
+    others.map((rel) => ({
+      instancePath: '/_links',
+      keyword: 'additionalProperties',
+      params: { additionalProperty: rel },
+    })),
+  );
 }

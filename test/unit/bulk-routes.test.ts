@@ -64,7 +64,11 @@ describe('bulk update (PATCH /orders)', () => {
   async function created(...numbers: number[]): Promise<{ id: string; _links: { self: { href: string } } }[]> {
     const res = await call(api.app, '/orders', { body: { order: numbers.map((n) => order(1, n)) } });
     expect(res.status).toBe(201);
-    return res.body._embedded.orders;
+    // An element names its resource by _links.self alone: the representation's other links (collection) are not its.
+    return res.body._embedded.orders.map((o: { id: string; _links: { self: { href: string } } }) => ({
+      id: o.id,
+      _links: { self: o._links.self },
+    }));
   }
 
   test('two elements naming one resource: 400 for the later one, nothing written; non-atomic keeps the first', async () => {
@@ -159,6 +163,37 @@ describe('bulk update (PATCH /orders)', () => {
     });
     expect(own.status).toBe(200);
     expect((await call(api.app, b._links.self.href)).body.status).toBe('packed');
+  });
+
+  test('a _links member other than self fails its element, as PATCH /orders/<id> refuses _links; nothing changes', async () => {
+    const [a, b] = await created(70, 71);
+    const before = transactions();
+    const res = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: {
+        order: [
+          { _links: a._links, status: 'packed' },
+          { _links: { ...b._links, author: { href: '/users/u-ada' }, bogus: 1 }, status: 'x' },
+        ],
+      },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(problemType('bulk-failed'));
+    expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/orders/1', status: 400 })]);
+    expect(res.body.errors[0].errors).toEqual([
+      expect.objectContaining({ type: problemType('invalid-field'), instance: '/_links/author' }),
+      expect.objectContaining({ type: problemType('invalid-field'), instance: '/_links/bogus' }),
+    ]);
+    expect(transactions()).toBe(before);
+    for (const o of [a, b]) expect((await call(api.app, o._links.self.href)).body).not.toHaveProperty('author');
+    expect((await call(api.app, b._links.self.href)).body.status).toBe('open');
+    // A relation is a field of the element, as in a single PATCH.
+    const asField = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: { order: [{ _links: b._links, author: '/users/u-ada' }] },
+    });
+    expect(asField.status).toBe(200);
+    expect((await call(api.app, b._links.self.href)).body._links.author).toEqual({ href: '/users/u-ada' });
   });
 
   test('an element without _links.self.href fails: the body must carry the URLs', async () => {
