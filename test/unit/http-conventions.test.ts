@@ -569,6 +569,32 @@ describe('methods', () => {
     expect((await call(api.app, '/orders/no-such-order', { method: 'PUT', body: got })).status).toBe(404);
   });
 
+  test('PUT: an error in a relation taken from _links points at the link sent, not at a field never sent', async () => {
+    const id = await createOrder();
+    const got = (await call(api.app, `/orders/${id}`)).body;
+    const put = async (body: unknown) => {
+      const res = await call(api.app, `/orders/${id}`, { method: 'PUT', body });
+      expect(res.status).toBe(400);
+      return res.body.errors.map((e: { instance: string; detail: string }) => [e.instance, e.detail.split(' ')[0]]);
+    };
+    const relinked = (links: object) => ({ ...got, _links: { ...got._links, ...links } });
+    const missing = relinked({
+      author: { href: '/users/u-nobody' },
+      items: [{ href: '/items/i-widget' }, { href: '/items/i-none' }],
+    });
+    expect(await put(missing)).toEqual([
+      ['/_links/author/href', '/_links/author/href'],
+      ['/_links/items/1/href', '/_links/items/1/href'],
+    ]);
+    // What the schema refuses in a link's href is pointed at there too.
+    expect(await put(relinked({ author: { href: '/users/no such user' } }))).toEqual([
+      ['/_links/author/href', '/_links/author/href'],
+    ]);
+    // A relation sent as a field is pointed at as that field.
+    expect(await put({ ...got, author: 'u-nobody' })).toEqual([['/author', '/author']]);
+    expect((await call(api.app, `/orders/${id}`)).body._links.author).toEqual({ href: '/users/u-ada' });
+  });
+
   test('PUT with a partial body is 400 and changes nothing; PUT never creates (404)', async () => {
     const id = await createOrder();
     const partial = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { status: 'packed' } });
