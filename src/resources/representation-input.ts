@@ -1,5 +1,5 @@
 import { ownPath } from '../http/own-href';
-import { problem, type ProblemDetail } from '../problems/problem-detail';
+import { invalidField, type ProblemDetail } from '../problems/problem-detail';
 import type { ResourceDeclaration } from './resource-declaration';
 
 /** What a GET answer holds that a client cannot set: the server keeps them, whatever a PUT says. */
@@ -37,15 +37,15 @@ export function inputFromRepresentation(
   for (const field of ['id', '_links', ...SERVER_FIELDS])
     if (!Object.hasOwn(decl.properties, field)) delete input[field];
   if (Object.hasOwn(body, 'id') && body.id !== id) {
-    errors.push(invalid('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
+    errors.push(invalidField('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
   }
   const links = body._links;
   if (links === undefined) return { body: input, errors, linked };
   if (!isObject(links)) {
-    return { body: input, errors: [...errors, invalid('/_links', 'must be an object of links')], linked };
+    return { body: input, errors: [...errors, invalidField('/_links', 'must be an object of links')], linked };
   }
   if (links.self !== undefined && linkPath(links.self, bases) !== `/${decl.collection}/${id}`) {
-    errors.push(invalid('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
+    errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
   }
   for (const [rel, r] of Object.entries(decl.relations)) {
     const given = links[rel];
@@ -54,7 +54,7 @@ export function inputFromRepresentation(
     const paths = r.many && Array.isArray(given) ? given.map((l) => linkPath(l, bases)) : [linkPath(given, bases)];
     const inCollection = (p: string | undefined) => p !== undefined && p.startsWith(`/${r.collection}/`);
     if (r.many !== Array.isArray(given) || !paths.every(inCollection)) {
-      errors.push(invalid(pointer, `must be ${r.many ? 'an array of links' : 'a link'} to /${r.collection}/<id>`));
+      errors.push(invalidField(pointer, `must be ${r.many ? 'an array of links' : 'a link'} to /${r.collection}/<id>`));
     } else {
       input[rel] = r.many ? paths : paths[0];
       linked.push(rel);
@@ -85,8 +85,4 @@ export function pointedAsSent(
     const detail = error.detail.startsWith(`${at} `) ? sent + error.detail.slice(at.length) : error.detail;
     return { ...error, instance: sent, detail };
   });
-}
-
-function invalid(pointer: string, what: string): ProblemDetail {
-  return problem('invalid-field', `${pointer} ${what}`, { instance: pointer });
 }

@@ -201,4 +201,36 @@ describe('bulk update (PATCH /orders)', () => {
     expect(res.status).toBe(400);
     expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/orders/0', '/orders/1']);
   });
+
+  test('every element refused as invalid names its offending field, as validation-failed promises', async () => {
+    const [a] = await created(80);
+    const self = a._links.self.href;
+    const elements: [unknown, string][] = [
+      [{ status: 'x' }, '/_links'],
+      [{ _links: 'x', status: 'x' }, '/_links'],
+      [{ _links: {}, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: 7 } }, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: `${self}/` } }, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: `${self}?x=1` } }, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: '/users/u-ada' } }, status: 'x' }, '/_links/self/href'],
+      ['text', '/'],
+      [{ _links: { self: { href: self } }, status: 'x' }, '/'],
+      [{ _links: { self: { href: self } }, status: 'y' }, '/_links/self/href'],
+    ];
+    const res = await call(api.app, '/orders', { method: 'PATCH', body: { order: elements.map(([e]) => e) } });
+    expect(res.status).toBe(400);
+    const failures = res.body.errors.map(
+      (e: { instance: string; type: string; errors?: { type: string; instance: string; detail: string }[] }) => {
+        expect(e.type).toBe(problemType('validation-failed'));
+        const fields = (e.errors ?? []).map((f) => [f.type === problemType('invalid-field'), f.instance]);
+        for (const f of e.errors ?? []) expect(f.detail.startsWith(`${f.instance} `)).toBe(true);
+        return [e.instance, fields];
+      },
+    );
+    // The element before the last is valid; the last names the same order again.
+    expect(failures).toEqual(
+      elements.map(([, pointer], i) => [`/orders/${i}`, [[true, pointer]]]).filter((_, i) => i !== elements.length - 2),
+    );
+    expect((await call(api.app, self)).body.status).toBe('open');
+  });
 });
