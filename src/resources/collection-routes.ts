@@ -114,7 +114,9 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
           resource,
           answer.ids.map((id) => rep(stored(id))),
         );
-        if (answer.errors) throw bulkFailure(false, answer.errors, applySelection(saved, {}));
+        if (answer.errors) {
+          throw bulkFailure(false, answer.errors, { body: applySelection(saved, {}), count: answer.ids.length });
+        }
         return saved;
       },
       create: (keyed) => commit(atomic, planned, failures, { trace: request.trace, idempotency: keyed }),
@@ -160,7 +162,8 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       resource,
       saved.map((s) => rep(s as StoredResource)),
     );
-    if (failures.length > 0) throw bulkFailure(false, failures, applySelection(body, {}));
+    if (failures.length > 0)
+      throw bulkFailure(false, failures, { body: applySelection(body, {}), count: saved.length });
     return body;
   }
 

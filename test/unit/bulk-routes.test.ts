@@ -196,6 +196,22 @@ describe('bulk update (PATCH /orders)', () => {
     expect((await call(api.app, b._links.self.href)).body._links.author).toEqual({ href: '/users/u-ada' });
   });
 
+  test('non-atomic: 404 when every failure is a missing resource, and its detail says what was processed', async () => {
+    const [a] = await created(90);
+    const missing = { _links: { self: { href: '/orders/no-such-order' } }, status: 'x' };
+    const none = await call(api.app, '/orders?atomic=false', { method: 'PATCH', body: { order: [missing] } });
+    expect(none.status).toBe(404);
+    expect(none.body.type).toBe(problemType('bulk-partially-failed'));
+    expect(none.body.processed._embedded.orders).toEqual([]);
+    expect(none.body.detail).toBe('1 element(s) failed; none was processed.');
+    const some = await call(api.app, '/orders?atomic=false', {
+      method: 'PATCH',
+      body: { order: [missing, { _links: a._links, status: 'packed' }] },
+    });
+    expect(some.status).toBe(404);
+    expect(some.body.detail).toBe('1 element(s) failed; the others were processed (see processed).');
+  });
+
   test('an element without _links.self.href fails: the body must carry the URLs', async () => {
     const res = await call(api.app, '/orders', { method: 'PATCH', body: { order: [{ status: 'shipped' }, 'text'] } });
     expect(res.status).toBe(400);
