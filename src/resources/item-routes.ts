@@ -7,7 +7,7 @@ import { ProblemError } from '../problems/problem-error';
 import { requireObjectBody } from '../problems/validation';
 import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
 import { inputFromRepresentation, pointedAsSent } from './representation-input';
-import { prepareInput, resolveRelations } from './resource-input';
+import { judgeInput, prepareInput } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
 import { resourceRouteSchemas } from './resource-schemas';
@@ -47,11 +47,7 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   app.put<IdParams>(path, replaceOptions, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
     evaluatePreconditions(request);
-    const errors = bodyErrors(request);
-    const prepared =
-      errors.length > 0
-        ? { ok: false as const, errors }
-        : resolveRelations(resource, request.body as Record<string, unknown>, store, existing.data);
+    const prepared = judgeInput(resource, request.body, bodyErrors(request), store, existing.data);
     if (!prepared.ok)
       throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, {
         errors: pointedAsSent(decl, prepared.errors, linkedOf.get(request) ?? []),

@@ -208,6 +208,33 @@ describe('Problem Details', () => {
     expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/author', '/items/1']);
   });
 
+  test('400: relation errors come with the schema errors in one answer, on POST, PUT and PATCH alike', async () => {
+    const pointers = async (path: string, method: 'POST' | 'PUT' | 'PATCH', body: unknown) => {
+      const res = await call(api.app, path, { method, body });
+      expect(res.status).toBe(400);
+      return res.body.errors.map((e: { instance: string }) => e.instance).sort();
+    };
+    const bad = { orderNumber: 1, itemCount: 0, status: 'x', author: 'u-nope' };
+    expect(await pointers('/orders', 'POST', bad)).toEqual(['/author', '/itemCount']);
+    const id = await createOrder();
+    expect(await pointers(`/orders/${id}`, 'PUT', bad)).toEqual(['/author', '/itemCount']);
+    expect(await pointers(`/orders/${id}`, 'PATCH', { itemCount: 0, author: 'u-nope' })).toEqual([
+      '/author',
+      '/itemCount',
+    ]);
+    // A relation the schema refuses is reported once, by the schema; the others are still looked up.
+    expect(await pointers('/orders', 'POST', { ...bad, author: 5, items: ['i-none'] })).toEqual([
+      '/author',
+      '/itemCount',
+      '/items/0',
+    ]);
+    const bulk = await call(api.app, '/orders', { body: { order: [bad] } });
+    expect(bulk.body.errors[0].errors.map((e: { instance: string }) => e.instance).sort()).toEqual([
+      '/author',
+      '/itemCount',
+    ]);
+  });
+
   test('400: a body that is not JSON, or not an object', async () => {
     const malformed = await call(api.app, '/orders', {
       raw: '{"orderNumber":',
