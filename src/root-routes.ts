@@ -42,7 +42,16 @@ export async function rootRoutes(app: FastifyInstance, options: { collections: s
         type: 'array',
         items: {
           type: 'object',
-          properties: { type: { type: 'string' }, status: { type: 'integer' }, title: { type: 'string' } },
+          properties: {
+            type: { type: 'string' },
+            status: { type: 'integer', description: 'the status it is answered with by default' },
+            statuses: {
+              type: 'array',
+              items: { type: 'integer' },
+              description: 'every status it is answered with, when there are several (the default first)',
+            },
+            title: { type: 'string' },
+          },
           required: ['type', 'status', 'title'],
           additionalProperties: false,
         },

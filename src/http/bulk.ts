@@ -68,9 +68,14 @@ export function elementProblem(
 /**
  * An atomic bulk failure is a 400 (DESIGN "Bulk"), whatever its elements' own statuses (a missing resource is a 404
  * in its errors[] entry): the request as a whole was refused and nothing changed. A non-atomic one answers the
- * matching status (the spec's rule 2.2): 404 when every failure is a missing resource.
+ * matching status (the spec's rule 2.2): 404 when every failure is a missing resource. `processed`: the body a 2xx
+ * would have had, and how many elements it holds (the detail says none when every element failed).
  */
-export function bulkFailure(atomic: boolean, failures: ProblemDetail[], processed?: unknown): ProblemError {
+export function bulkFailure(
+  atomic: boolean,
+  failures: ProblemDetail[],
+  processed?: { body: unknown; count: number },
+): ProblemError {
   if (atomic) {
     return new ProblemError('bulk-failed', `${failures.length} element(s) failed; nothing was changed.`, {
       errors: failures,
@@ -78,13 +83,10 @@ export function bulkFailure(atomic: boolean, failures: ProblemDetail[], processe
     });
   }
   const status = failures.every((f) => f.status === 404) ? 404 : 400;
-  return new ProblemError(
-    'bulk-partially-failed',
-    `${failures.length} element(s) failed; the others were processed (see processed).`,
-    {
-      errors: failures,
-      processed,
-      status,
-    },
-  );
+  const rest = processed?.count ? 'the others were processed (see processed)' : 'none was processed';
+  return new ProblemError('bulk-partially-failed', `${failures.length} element(s) failed; ${rest}.`, {
+    errors: failures,
+    processed: processed?.body,
+    status,
+  });
 }

@@ -19,6 +19,11 @@ export function problem(kind: ProblemKind, detail: string, extra: Partial<Proble
   return { type: problemType(kind), title, status, detail, ...extra };
 }
 
+/** One `errors[]` entry: the field at `pointer` (a JSON pointer), and what is wrong with it. */
+export function invalidField(pointer: string, what: string): ProblemDetail {
+  return problem('invalid-field', `${pointer} ${what}`, { instance: pointer });
+}
+
 interface AjvLikeError {
   instancePath?: string;
   keyword?: string;

@@ -5,13 +5,23 @@
  */
 export const PROBLEM_BASE_URI = 'https://hookstream.dev/problems/';
 
+/**
+ * A kind's default status and stable title; `statuses` lists every status it is answered with, when there are more
+ * (bulk-partially-failed is a 404 when every failed element is a missing resource), the default first.
+ */
+export interface ProblemTypeEntry {
+  status: number;
+  title: string;
+  statuses?: readonly number[];
+}
+
 export const PROBLEM_TYPES = {
   'bad-request': { status: 400, title: 'Bad request' },
   'malformed-body': { status: 400, title: 'Malformed request body' },
   'validation-failed': { status: 400, title: 'Validation failed' },
   'invalid-field': { status: 400, title: 'Invalid field' },
   'bulk-failed': { status: 400, title: 'Bulk operation failed; nothing was changed' },
-  'bulk-partially-failed': { status: 400, title: 'Bulk operation partially failed' },
+  'bulk-partially-failed': { status: 400, title: 'Bulk operation partially failed', statuses: [400, 404] },
   'idempotency-key-invalid': { status: 400, title: 'Invalid Idempotency-Key' },
   unauthorized: { status: 401, title: 'Authentication required' },
   'subscription-rejected': { status: 403, title: 'Subscription rejected' },
@@ -36,7 +46,7 @@ export const PROBLEM_TYPES = {
   'task-failed': { status: 500, title: 'Task failed' },
   'task-timed-out': { status: 504, title: 'Task timed out' },
   'task-request-invalid': { status: 400, title: 'Invalid task request' },
-} as const satisfies Record<string, { status: number; title: string }>;
+} as const satisfies Record<string, ProblemTypeEntry>;
 
 export type ProblemKind = keyof typeof PROBLEM_TYPES;
 

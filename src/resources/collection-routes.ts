@@ -8,7 +8,7 @@ import { mergePatch } from '../http/merge-patch';
 import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { pageLinks, type PageQuery } from '../http/paging';
-import { problem, type ProblemDetail } from '../problems/problem-detail';
+import { fieldErrors, invalidField, type ProblemDetail } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import { applySelection } from '../http/selection';
 import { requireObjectBody } from '../problems/validation';
@@ -114,7 +114,9 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
           resource,
           answer.ids.map((id) => rep(stored(id))),
         );
-        if (answer.errors) throw bulkFailure(false, answer.errors, applySelection(saved, {}));
+        if (answer.errors) {
+          throw bulkFailure(false, answer.errors, { body: applySelection(saved, {}), count: answer.ids.length });
+        }
         return saved;
       },
       create: (keyed) => commit(atomic, planned, failures, { trace: request.trace, idempotency: keyed }),
@@ -136,7 +138,8 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       if ('failure' in outcome) failures.push(outcome.failure);
       else if (earlier !== undefined) {
         const detail = `Element ${index} names the same ${decl.name} as element ${earlier}; send one per ${decl.name}.`;
-        failures.push(elementProblem(decl.collection, index, 400, detail));
+        const again = invalidField('/_links/self/href', `names the ${decl.name} element ${earlier} names`);
+        failures.push(elementProblem(decl.collection, index, 400, detail, [again]));
       } else {
         if (id !== undefined) first.set(id, index);
         planned.push(outcome);
@@ -159,7 +162,8 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       resource,
       saved.map((s) => rep(s as StoredResource)),
     );
-    if (failures.length > 0) throw bulkFailure(false, failures, applySelection(body, {}));
+    if (failures.length > 0)
+      throw bulkFailure(false, failures, { body: applySelection(body, {}), count: saved.length });
     return body;
   }
 
@@ -169,22 +173,15 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     const fail = (status: 400 | 404, detail: string, errors?: ProblemDetail[]) => ({
       failure: elementProblem(decl.collection, index, status, detail, errors),
     });
-    if (typeof element !== 'object' || element === null || Array.isArray(element)) {
-      return fail(400, `Element ${index} must be an object.`);
-    }
-    const { _links: links, ...patch } = element as Record<string, unknown>;
-    const href = (links as { self?: { href?: unknown } } | undefined)?.self?.href;
-    const own = typeof href === 'string' ? ownPath(href, bases) : undefined;
-    if (typeof href === 'string' && own === undefined) {
-      const detail = `/_links/self/href names a resource of another service; use ${path}/<id> or an absolute URL of ours`;
-      return fail(400, `Element ${index} names a resource that is not this service's.`, [
-        problem('invalid-field', detail, { instance: '/_links/self/href' }),
-      ]);
-    }
-    const m = own === undefined ? null : selfPattern.exec(own);
-    if (!m) return fail(400, `Element ${index} needs _links.self.href naming one of ${path}.`);
-    const existing = store.get(decl.collection, m[1]);
-    if (!existing) return fail(404, `Element ${index} names ${href}, which does not exist.`);
+    if (!isObject(element))
+      return fail(400, `Element ${index} must be an object.`, [invalidField('/', 'must be an object')]);
+    const { _links: links, ...patch } = element;
+    const target = selfTarget(links, index, bases);
+    const otherLinks = linksBesidesSelf(links);
+    if (!('id' in target)) return fail(400, target.detail, [target.error, ...otherLinks]);
+    if (otherLinks.length > 0) return fail(400, `Element ${index} holds _links other than self.`, otherLinks);
+    const existing = store.get(decl.collection, target.id);
+    if (!existing) return fail(404, `Element ${index} names ${target.href}, which does not exist.`);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
     if (!prepared.ok) return fail(400, `Element ${index} would make an invalid ${decl.name}.`, prepared.errors);
     return {
@@ -192,4 +189,57 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       write: { op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data },
     };
   }
+
+  /**
+   * The id an element's `_links.self.href` names, or why it names none of this collection, with the field error
+   * (validation-failed lists one per offending field): `/_links` when there is no object of links, else its href.
+   */
+  function selfTarget(
+    links: unknown,
+    index: number,
+    bases: string[],
+  ): { id: string; href: string } | { detail: string; error: ProblemDetail } {
+    const detail = `Element ${index} needs _links.self.href naming one of ${path}.`;
+    const shape = `{"self": {"href": "${path}/<id>"}}`;
+    if (!isObject(links)) {
+      return { detail, error: invalidField('/_links', `${links === undefined ? 'is required' : 'must be'}: ${shape}`) };
+    }
+    const pointer = '/_links/self/href';
+    const href = isObject(links.self) ? links.self.href : undefined;
+    if (typeof href !== 'string') return { detail, error: invalidField(pointer, `must be a string: ${path}/<id>`) };
+    const own = ownPath(href, bases);
+    if (own === undefined) {
+      return {
+        detail: `Element ${index} names a resource that is not this service's.`,
+        error: invalidField(
+          pointer,
+          `names a resource of another service; use ${path}/<id> or an absolute URL of ours`,
+        ),
+      };
+    }
+    const m = selfPattern.exec(own);
+    if (!m) return { detail, error: invalidField(pointer, `must be ${path}/<id>, with no trailing / or query`) };
+    return { id: m[1], href };
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * An element's `_links` says only which resource it changes (`self`). Any other member is an unknown field, as any
+ * `_links` is in PATCH /<collection>/<id>: a relation is changed as a field (`"author": "/users/u-ada"`). Ignored, it
+ * would answer 200 and drop the change the client asked for.
+ */
+function linksBesidesSelf(links: unknown): ProblemDetail[] {
+  if (!isObject(links)) return [];
+  const others = Object.keys(links).filter((rel) => rel !== 'self');
+  return fieldErrors(
+    others.map((rel) => ({
+      instancePath: '/_links',
+      keyword: 'additionalProperties',
+      params: { additionalProperty: rel },
+    })),
+  );
 }

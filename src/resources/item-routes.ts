@@ -6,8 +6,8 @@ import { ownBases } from '../http/own-href';
 import { ProblemError } from '../problems/problem-error';
 import { requireObjectBody } from '../problems/validation';
 import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
-import { inputFromRepresentation } from './representation-input';
-import { prepareInput, resolveRelations } from './resource-input';
+import { inputFromRepresentation, pointedAsSent } from './representation-input';
+import { judgeInput, prepareInput } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
 import { resourceRouteSchemas } from './resource-schemas';
@@ -29,29 +29,28 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
   // Spec: PUT never creates and never updates partially; a missing field is a 400 like any invalid value.
   // The body's schema is the resource's own: after the 404, Fastify's verdict is the answer, then the relations.
   // What GET answered, changed and sent back, is a full representation too (representation-input.ts).
+  // The relations a PUT body gave as links, by request: its errors are pointed at the links (pointedAsSent).
+  const linkedOf = new WeakMap<FastifyRequest, readonly string[]>();
   const fromRepresentation = async (request: FastifyRequest<IdParams>) => {
     findOr404(store, resource, request.params.id);
     evaluatePreconditions(request);
     const bases = ownBases(request, deps.publicUrl);
-    const { body, errors } = inputFromRepresentation(decl, request.body, request.params.id, bases);
+    const { body, errors, linked } = inputFromRepresentation(decl, request.body, request.params.id, bases);
     if (errors.length > 0)
       throw new ProblemError('validation-failed', `The body is not a ${decl.name} to replace this one with.`, {
         errors,
       });
     request.body = body;
+    linkedOf.set(request, linked);
   };
   const replaceOptions = { schema: schemas.replace, preValidation: fromRepresentation, ...REPORTS_BODY_ERRORS };
   app.put<IdParams>(path, replaceOptions, async (request) => {
     const existing = findOr404(store, resource, request.params.id);
     evaluatePreconditions(request);
-    const errors = bodyErrors(request);
-    const prepared =
-      errors.length > 0
-        ? { ok: false as const, errors }
-        : resolveRelations(resource, request.body as Record<string, unknown>, store, existing.data);
+    const prepared = judgeInput(resource, request.body, bodyErrors(request), store, existing.data);
     if (!prepared.ok)
       throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, {
-        errors: prepared.errors,
+        errors: pointedAsSent(decl, prepared.errors, linkedOf.get(request) ?? []),
       });
     const [saved] = await store.write(
       [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],

@@ -1,5 +1,5 @@
 import { ownPath } from '../http/own-href';
-import { problem, type ProblemDetail } from '../problems/problem-detail';
+import { invalidField, type ProblemDetail } from '../problems/problem-detail';
 import type { ResourceDeclaration } from './resource-declaration';
 
 /** What a GET answer holds that a client cannot set: the server keeps them, whatever a PUT says. */
@@ -27,20 +27,25 @@ export function inputFromRepresentation(
   body: unknown,
   id: string,
   bases: readonly string[],
-): { body: unknown; errors: ProblemDetail[] } {
-  if (!isObject(body) || !(Object.hasOwn(body, '_links') || Object.hasOwn(body, 'id'))) return { body, errors: [] };
+): { body: unknown; errors: ProblemDetail[]; linked: string[] } {
+  if (!isObject(body) || !(Object.hasOwn(body, '_links') || Object.hasOwn(body, 'id'))) {
+    return { body, errors: [], linked: [] };
+  }
   const errors: ProblemDetail[] = [];
+  const linked: string[] = [];
   const input: Record<string, unknown> = { ...body };
   for (const field of ['id', '_links', ...SERVER_FIELDS])
     if (!Object.hasOwn(decl.properties, field)) delete input[field];
   if (Object.hasOwn(body, 'id') && body.id !== id) {
-    errors.push(invalid('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
+    errors.push(invalidField('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
   }
   const links = body._links;
-  if (links === undefined) return { body: input, errors };
-  if (!isObject(links)) return { body: input, errors: [...errors, invalid('/_links', 'must be an object of links')] };
+  if (links === undefined) return { body: input, errors, linked };
+  if (!isObject(links)) {
+    return { body: input, errors: [...errors, invalidField('/_links', 'must be an object of links')], linked };
+  }
   if (links.self !== undefined && linkPath(links.self, bases) !== `/${decl.collection}/${id}`) {
-    errors.push(invalid('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
+    errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
   }
   for (const [rel, r] of Object.entries(decl.relations)) {
     const given = links[rel];
@@ -49,12 +54,35 @@ export function inputFromRepresentation(
     const paths = r.many && Array.isArray(given) ? given.map((l) => linkPath(l, bases)) : [linkPath(given, bases)];
     const inCollection = (p: string | undefined) => p !== undefined && p.startsWith(`/${r.collection}/`);
     if (r.many !== Array.isArray(given) || !paths.every(inCollection)) {
-      errors.push(invalid(pointer, `must be ${r.many ? 'an array of links' : 'a link'} to /${r.collection}/<id>`));
-    } else input[rel] = r.many ? paths : paths[0];
+      errors.push(invalidField(pointer, `must be ${r.many ? 'an array of links' : 'a link'} to /${r.collection}/<id>`));
+    } else {
+      input[rel] = r.many ? paths : paths[0];
+      linked.push(rel);
+    }
   }
-  return { body: input, errors };
+  return { body: input, errors, linked };
 }
 
-function invalid(pointer: string, what: string): ProblemDetail {
-  return problem('invalid-field', `${pointer} ${what}`, { instance: pointer });
+/**
+ * Errors found in the input form, pointed at what the client sent: a relation that came as a link (`linked`, from
+ * inputFromRepresentation) is judged as the field `/author`, which the client never sent, so its errors point at
+ * the link's href (`/_links/author/href`, `/_links/items/1/href`) and say so in their detail.
+ */
+export function pointedAsSent(
+  decl: ResourceDeclaration,
+  errors: ProblemDetail[],
+  linked: readonly string[],
+): ProblemDetail[] {
+  if (linked.length === 0) return errors;
+  return errors.map((error) => {
+    const at = error.instance;
+    const rel = linked.find((name) => at === `/${name}` || at?.startsWith(`/${name}/`));
+    if (at === undefined || rel === undefined) return error;
+    const rest = at.slice(rel.length + 1);
+    const many = decl.relations[rel].many;
+    // A to-many link is an array: the array itself has no href, each of its links has one.
+    const sent = many && rest === '' ? `/_links/${rel}` : `/_links/${rel}${rest}/href`;
+    const detail = error.detail.startsWith(`${at} `) ? sent + error.detail.slice(at.length) : error.detail;
+    return { ...error, instance: sent, detail };
+  });
 }

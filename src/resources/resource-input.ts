@@ -16,17 +16,45 @@ export function prepareInput(
   store: ResourceStore,
   before?: Record<string, unknown>,
 ): Prepared {
-  const errors = validationErrors(resource.validate, input);
-  if (errors.length > 0) return { ok: false, errors };
-  return resolveRelations(resource, input as Record<string, unknown>, store, before);
+  return judgeInput(resource, input, validationErrors(resource.validate, input), store, before);
 }
 
 /**
- * The relations of an input that matches the resource's schema, as ids; a missing target is a field error. A link
- * the stored document (`before`) already holds is kept as it is: deleting a user its orders name leaves them
- * linking to a 404, and an update that does not touch that link (a new status) must not fail on it.
+ * The verdict on an input, given what its schema found (`schemaErrors`). With nothing found, its relations resolved
+ * (resolveRelations). Otherwise those errors and those of the relations the schema found well-formed, so that one
+ * answer lists every error (a missing author beside an itemCount of 0), as the README promises. A relation the schema
+ * refused is not looked up: its value may be anything, and its error is already listed.
  */
-export function resolveRelations(
+export function judgeInput(
+  resource: RegisteredResource,
+  input: unknown,
+  schemaErrors: ProblemDetail[],
+  store: ResourceStore,
+  before?: Record<string, unknown>,
+): Prepared {
+  if (schemaErrors.length === 0) return resolveRelations(resource, input as Record<string, unknown>, store, before);
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return { ok: false, errors: schemaErrors };
+  const refused = (rel: string) =>
+    schemaErrors.some((e) => e.instance === `/${rel}` || e.instance?.startsWith(`/${rel}/`));
+  const wellFormed: Record<string, unknown> = {};
+  for (const [rel, r] of Object.entries(resource.decl.relations)) {
+    const value = (input as Record<string, unknown>)[rel];
+    // The shape is checked again: past MAX_FIELD_ERRORS, the schema's list may not name every refused relation.
+    const shaped = r.many
+      ? Array.isArray(value) && value.every((v) => typeof v === 'string')
+      : typeof value === 'string';
+    if (shaped && !refused(rel)) wellFormed[rel] = value;
+  }
+  const related = resolveRelations(resource, wellFormed, store, before);
+  return { ok: false, errors: related.ok ? schemaErrors : [...schemaErrors, ...related.errors] };
+}
+
+/**
+ * The relations of an input, each of the shape the resource's schema gives it, as ids; a missing target is a field
+ * error. A link the stored document (`before`) already holds is kept as it is: deleting a user its orders name leaves
+ * them linking to a 404, and an update that does not touch that link (a new status) must not fail on it.
+ */
+function resolveRelations(
   resource: RegisteredResource,
   input: Record<string, unknown>,
   store: ResourceStore,

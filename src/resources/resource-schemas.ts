@@ -97,7 +97,8 @@ function bulkUpdateSchema(decl: ResourceDeclaration): Schema {
     type: 'object',
     properties: { self: LINK },
     required: ['self'],
-    description: `names the ${decl.name} to change: /${decl.collection}/{id}`,
+    additionalProperties: false,
+    description: `names the ${decl.name} to change: /${decl.collection}/{id}; relations are changed as fields`,
   };
   return {
     type: 'object',

@@ -64,7 +64,11 @@ describe('bulk update (PATCH /orders)', () => {
   async function created(...numbers: number[]): Promise<{ id: string; _links: { self: { href: string } } }[]> {
     const res = await call(api.app, '/orders', { body: { order: numbers.map((n) => order(1, n)) } });
     expect(res.status).toBe(201);
-    return res.body._embedded.orders;
+    // An element names its resource by _links.self alone: the representation's other links (collection) are not its.
+    return res.body._embedded.orders.map((o: { id: string; _links: { self: { href: string } } }) => ({
+      id: o.id,
+      _links: { self: o._links.self },
+    }));
   }
 
   test('two elements naming one resource: 400 for the later one, nothing written; non-atomic keeps the first', async () => {
@@ -161,9 +165,88 @@ describe('bulk update (PATCH /orders)', () => {
     expect((await call(api.app, b._links.self.href)).body.status).toBe('packed');
   });
 
+  test('a _links member other than self fails its element, as PATCH /orders/<id> refuses _links; nothing changes', async () => {
+    const [a, b] = await created(70, 71);
+    const before = transactions();
+    const res = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: {
+        order: [
+          { _links: a._links, status: 'packed' },
+          { _links: { ...b._links, author: { href: '/users/u-ada' }, bogus: 1 }, status: 'x' },
+        ],
+      },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(problemType('bulk-failed'));
+    expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/orders/1', status: 400 })]);
+    expect(res.body.errors[0].errors).toEqual([
+      expect.objectContaining({ type: problemType('invalid-field'), instance: '/_links/author' }),
+      expect.objectContaining({ type: problemType('invalid-field'), instance: '/_links/bogus' }),
+    ]);
+    expect(transactions()).toBe(before);
+    for (const o of [a, b]) expect((await call(api.app, o._links.self.href)).body).not.toHaveProperty('author');
+    expect((await call(api.app, b._links.self.href)).body.status).toBe('open');
+    // A relation is a field of the element, as in a single PATCH.
+    const asField = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: { order: [{ _links: b._links, author: '/users/u-ada' }] },
+    });
+    expect(asField.status).toBe(200);
+    expect((await call(api.app, b._links.self.href)).body._links.author).toEqual({ href: '/users/u-ada' });
+  });
+
+  test('non-atomic: 404 when every failure is a missing resource, and its detail says what was processed', async () => {
+    const [a] = await created(90);
+    const missing = { _links: { self: { href: '/orders/no-such-order' } }, status: 'x' };
+    const none = await call(api.app, '/orders?atomic=false', { method: 'PATCH', body: { order: [missing] } });
+    expect(none.status).toBe(404);
+    expect(none.body.type).toBe(problemType('bulk-partially-failed'));
+    expect(none.body.processed._embedded.orders).toEqual([]);
+    expect(none.body.detail).toBe('1 element(s) failed; none was processed.');
+    const some = await call(api.app, '/orders?atomic=false', {
+      method: 'PATCH',
+      body: { order: [missing, { _links: a._links, status: 'packed' }] },
+    });
+    expect(some.status).toBe(404);
+    expect(some.body.detail).toBe('1 element(s) failed; the others were processed (see processed).');
+  });
+
   test('an element without _links.self.href fails: the body must carry the URLs', async () => {
     const res = await call(api.app, '/orders', { method: 'PATCH', body: { order: [{ status: 'shipped' }, 'text'] } });
     expect(res.status).toBe(400);
     expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/orders/0', '/orders/1']);
+  });
+
+  test('every element refused as invalid names its offending field, as validation-failed promises', async () => {
+    const [a] = await created(80);
+    const self = a._links.self.href;
+    const elements: [unknown, string][] = [
+      [{ status: 'x' }, '/_links'],
+      [{ _links: 'x', status: 'x' }, '/_links'],
+      [{ _links: {}, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: 7 } }, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: `${self}/` } }, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: `${self}?x=1` } }, status: 'x' }, '/_links/self/href'],
+      [{ _links: { self: { href: '/users/u-ada' } }, status: 'x' }, '/_links/self/href'],
+      ['text', '/'],
+      [{ _links: { self: { href: self } }, status: 'x' }, '/'],
+      [{ _links: { self: { href: self } }, status: 'y' }, '/_links/self/href'],
+    ];
+    const res = await call(api.app, '/orders', { method: 'PATCH', body: { order: elements.map(([e]) => e) } });
+    expect(res.status).toBe(400);
+    const failures = res.body.errors.map(
+      (e: { instance: string; type: string; errors?: { type: string; instance: string; detail: string }[] }) => {
+        expect(e.type).toBe(problemType('validation-failed'));
+        const fields = (e.errors ?? []).map((f) => [f.type === problemType('invalid-field'), f.instance]);
+        for (const f of e.errors ?? []) expect(f.detail.startsWith(`${f.instance} `)).toBe(true);
+        return [e.instance, fields];
+      },
+    );
+    // The element before the last is valid; the last names the same order again.
+    expect(failures).toEqual(
+      elements.map(([, pointer], i) => [`/orders/${i}`, [[true, pointer]]]).filter((_, i) => i !== elements.length - 2),
+    );
+    expect((await call(api.app, self)).body.status).toBe('open');
   });
 });

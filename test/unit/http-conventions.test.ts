@@ -208,6 +208,33 @@ describe('Problem Details', () => {
     expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/author', '/items/1']);
   });
 
+  test('400: relation errors come with the schema errors in one answer, on POST, PUT and PATCH alike', async () => {
+    const pointers = async (path: string, method: 'POST' | 'PUT' | 'PATCH', body: unknown) => {
+      const res = await call(api.app, path, { method, body });
+      expect(res.status).toBe(400);
+      return res.body.errors.map((e: { instance: string }) => e.instance).sort();
+    };
+    const bad = { orderNumber: 1, itemCount: 0, status: 'x', author: 'u-nope' };
+    expect(await pointers('/orders', 'POST', bad)).toEqual(['/author', '/itemCount']);
+    const id = await createOrder();
+    expect(await pointers(`/orders/${id}`, 'PUT', bad)).toEqual(['/author', '/itemCount']);
+    expect(await pointers(`/orders/${id}`, 'PATCH', { itemCount: 0, author: 'u-nope' })).toEqual([
+      '/author',
+      '/itemCount',
+    ]);
+    // A relation the schema refuses is reported once, by the schema; the others are still looked up.
+    expect(await pointers('/orders', 'POST', { ...bad, author: 5, items: ['i-none'] })).toEqual([
+      '/author',
+      '/itemCount',
+      '/items/0',
+    ]);
+    const bulk = await call(api.app, '/orders', { body: { order: [bad] } });
+    expect(bulk.body.errors[0].errors.map((e: { instance: string }) => e.instance).sort()).toEqual([
+      '/author',
+      '/itemCount',
+    ]);
+  });
+
   test('400: a body that is not JSON, or not an object', async () => {
     const malformed = await call(api.app, '/orders', {
       raw: '{"orderNumber":',
@@ -300,6 +327,42 @@ describe('Problem Details', () => {
     for (const accept of ['*/*', 'application/hal+json', 'text/html, application/*;q=0.2']) {
       expect((await call(api.app, '/orders', { headers: { accept } })).status).toBe(200);
     }
+    // The most specific range sets a type's weight (RFC 9110 §12.5.1): */* does not lift a q=0 given by name.
+    for (const accept of ['application/hal+json;q=0, application/json;q=0, */*', '*/*;q=0']) {
+      isProblem(await call(api.app, '/orders', { headers: { accept } }), 406);
+    }
+  });
+
+  test('a 2xx body is HAL JSON, or the same body as application/json to a client that prefers that', async () => {
+    const typeFor = async (accept?: string) => {
+      const res = await call(api.app, '/users/u-ada', { headers: accept === undefined ? {} : { accept } });
+      expect(res.status).toBe(200);
+      expect(res.body._links.self.href).toBe('/users/u-ada');
+      expect(res.headers.vary).toMatch(/\baccept\b/i);
+      return String(res.headers['content-type']).split(';')[0];
+    };
+    for (const accept of [
+      undefined,
+      '*/*',
+      'application/hal+json',
+      'application/*',
+      'application/json, application/hal+json',
+      'application/json;q=0.5, application/hal+json',
+      'text/html, */*;q=0.1',
+    ]) {
+      expect({ accept, type: await typeFor(accept) }).toEqual({ accept, type: 'application/hal+json' });
+    }
+    for (const accept of [
+      'application/json',
+      'application/hal+json;q=0, */*;q=0.1',
+      'application/json, application/*',
+      'application/hal+json;q=0.5, application/json',
+    ]) {
+      expect({ accept, type: await typeFor(accept) }).toEqual({ accept, type: 'application/json' });
+    }
+    // Errors stay Problems whatever Accept prefers.
+    const missing = await call(api.app, '/orders/no-such-order', { headers: { accept: 'application/json' } });
+    isProblem(missing, 404);
   });
 
   test('415: a body that is not JSON; merge patch is accepted for PATCH only', async () => {
@@ -531,6 +594,32 @@ describe('methods', () => {
     expect([put.status, put.body._links?.author]).toEqual([200, { href: '/users/u-grace' }]);
     // The 404 of a missing resource comes first, as without the body.
     expect((await call(api.app, '/orders/no-such-order', { method: 'PUT', body: got })).status).toBe(404);
+  });
+
+  test('PUT: an error in a relation taken from _links points at the link sent, not at a field never sent', async () => {
+    const id = await createOrder();
+    const got = (await call(api.app, `/orders/${id}`)).body;
+    const put = async (body: unknown) => {
+      const res = await call(api.app, `/orders/${id}`, { method: 'PUT', body });
+      expect(res.status).toBe(400);
+      return res.body.errors.map((e: { instance: string; detail: string }) => [e.instance, e.detail.split(' ')[0]]);
+    };
+    const relinked = (links: object) => ({ ...got, _links: { ...got._links, ...links } });
+    const missing = relinked({
+      author: { href: '/users/u-nobody' },
+      items: [{ href: '/items/i-widget' }, { href: '/items/i-none' }],
+    });
+    expect(await put(missing)).toEqual([
+      ['/_links/author/href', '/_links/author/href'],
+      ['/_links/items/1/href', '/_links/items/1/href'],
+    ]);
+    // What the schema refuses in a link's href is pointed at there too.
+    expect(await put(relinked({ author: { href: '/users/no such user' } }))).toEqual([
+      ['/_links/author/href', '/_links/author/href'],
+    ]);
+    // A relation sent as a field is pointed at as that field.
+    expect(await put({ ...got, author: 'u-nobody' })).toEqual([['/author', '/author']]);
+    expect((await call(api.app, `/orders/${id}`)).body._links.author).toEqual({ href: '/users/u-ada' });
   });
 
   test('PUT with a partial body is 400 and changes nothing; PUT never creates (404)', async () => {
