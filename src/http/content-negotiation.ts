@@ -11,9 +11,8 @@ export const MERGE_PATCH_MEDIA_TYPE = 'application/merge-patch+json';
 const MERGE_PATCH = MERGE_PATCH_MEDIA_TYPE;
 /** RFC 5789 Accept-Patch: what a PATCH body may be, on a 415 to a PATCH and on OPTIONS of a path that takes PATCH. */
 export const ACCEPT_PATCH = [MERGE_PATCH, ...JSON_BODY_TYPES].join(', ');
-export const JSON_MEDIA_TYPE = 'application/json';
-/** What a 2xx answer can be: the same body as HAL JSON, or as plain JSON to a client that prefers it (halBodyType). */
-const PRODUCED = [HAL_MEDIA_TYPE, JSON_MEDIA_TYPE];
+/** What a 2xx answer can be: a client accepting either (or a range holding them) gets HAL JSON. */
+const PRODUCED = [HAL_MEDIA_TYPE, 'application/json'];
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -40,6 +39,13 @@ function qValue(param: string | undefined): number {
   return Number.isNaN(q) ? 1 : Math.min(Math.max(q, 0), 1);
 }
 
+/** The media ranges of an Accept header that the client accepts at all (q > 0), lower-cased. */
+export function acceptedRanges(accept: string): string[] {
+  return mediaRanges(accept)
+    .filter((r) => r.q > 0)
+    .map((r) => r.range);
+}
+
 /**
  * How much an Accept header wants a type (RFC 9110 12.5.1): the q of the most specific range that takes it, and that
  * specificity (2 the type by name, 1 its `type/*`, 0 `*\/*`); q 0 when no range takes it.
@@ -60,23 +66,10 @@ function rangeTakes(range: string, type: string): boolean {
   return range.endsWith('/*') && type.startsWith(range.slice(0, -1));
 }
 
-/** Whether the client accepts one of our types at all: weighed by its most specific range, as the answer is. */
 function acceptsOurs(accept: string, extra: readonly string[]): boolean {
-  const takes = (type: string) => acceptQuality(accept, type).q > 0;
+  const ranges = acceptedRanges(accept);
+  const takes = (type: string) => ranges.some((range) => rangeTakes(range, type));
   return PRODUCED.some(takes) || extra.some(takes);
-}
-
-/**
- * The Content-Type of a 2xx HAL body: application/json when the client weighs it above HAL JSON, or equally but
- * names it more specifically (`application/json` alone, or beside `application/*`); HAL JSON otherwise, and with no
- * Accept. The body is the same: HAL is JSON, and a client that asked for JSON should not have to know the `+json`.
- */
-export function halBodyType(accept: string | undefined): string {
-  if (accept === undefined || accept === '*/*' || accept === HAL_MEDIA_TYPE) return HAL_MEDIA_TYPE;
-  const hal = acceptQuality(accept, HAL_MEDIA_TYPE);
-  const json = acceptQuality(accept, JSON_MEDIA_TYPE);
-  const prefersJson = json.q > hal.q || (json.q === hal.q && json.q > 0 && json.specificity > hal.specificity);
-  return prefersJson ? JSON_MEDIA_TYPE : HAL_MEDIA_TYPE;
 }
 
 /** A request that has a body: one that declares its length above zero, or is sent in chunks. */
@@ -107,8 +100,7 @@ export const contentNegotiationPlugin = fp(
       if (accept && accept !== '*/*' && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
         throw new ProblemError(
           'not-acceptable',
-          `This API answers with ${PRODUCED.join(' or ')} (errors with application/problem+json); ` +
-            `Accept was ${JSON.stringify(accept)}.`,
+          `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`,
         );
       }
     });

@@ -3,7 +3,6 @@ import fp from 'fastify-plugin';
 import { problem } from '../problems/problem-detail';
 import { PROBLEM_SCHEMA_ID, problemSchema } from '../problems/problem-schema';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
-import { JSON_MEDIA_TYPE } from './content-negotiation';
 import { HAL_MEDIA_TYPE } from './hal';
 import { ref, type Schema } from './hal-schemas';
 import { PROBLEM_MEDIA_TYPE } from './problem-plugin';
@@ -50,7 +49,7 @@ export const SELECTION_PARAMETERS = Object.keys(SELECTION);
 const STANDARD_ERRORS: Record<string, Schema> = {
   406: problemResponse(
     'not-acceptable: the Accept header allows none of application/hal+json, ' +
-      "application/json (or the route's other media types).",
+      "application/problem+json (or the route's other media types).",
   ),
   '4xx': problemResponse('Any other client error, as a Problem (see /docs/problems).'),
   '5xx': problemResponse('internal-error; kafka-unavailable (with Retry-After) when Kafka cannot be reached in time.'),
@@ -78,35 +77,19 @@ function answersHal(response: Record<string, Schema>): boolean {
   );
 }
 
-/**
- * A HAL answer goes as application/json to a client that prefers it (content-negotiation.ts halBodyType): the same
- * body, so the same schema, under both types.
- */
-function asPlainJsonToo(response: Record<string, Schema>): Record<string, Schema> {
-  const both: Record<string, Schema> = {};
-  for (const [status, r] of Object.entries(response)) {
-    const hal = (r.content as Record<string, Schema> | undefined)?.[HAL_MEDIA_TYPE];
-    if (!status.startsWith('2') || hal === undefined) continue;
-    both[status] = { ...r, content: { ...(r.content as Schema), [JSON_MEDIA_TYPE]: { schema: hal.schema } } };
-  }
-  return both;
-}
-
 /** Each route's own declarations win over these defaults. */
 function withConventions(route: RouteOptions): Schema {
   const schema = { ...(route.schema as Schema) };
   const response = (schema.response ?? {}) as Record<string, Schema>;
   const isPublic = route.config?.public === true;
   if (isPublic) schema.security = [];
-  const hal = answersHal(response);
   schema.response = {
     ...STANDARD_ERRORS,
     ...(schema.body ? BODY_ERRORS : {}),
     ...(isPublic ? {} : { 401: UNAUTHORIZED }),
     ...response,
-    ...(hal ? asPlainJsonToo(response) : {}),
   };
-  if (hal) {
+  if (answersHal(response)) {
     const query = (schema.querystring ?? { type: 'object', properties: {} }) as Schema;
     schema.querystring = { ...query, properties: { ...SELECTION, ...(query.properties as Schema) } };
   }

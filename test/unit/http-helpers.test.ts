@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { acceptQuality, halBodyType } from '../../src/http/content-negotiation';
+import { acceptedRanges } from '../../src/http/content-negotiation';
 import { link } from '../../src/http/hal';
 import { ownPath } from '../../src/http/own-href';
 import { pageLinks } from '../../src/http/paging';
@@ -12,21 +12,12 @@ import { pollIntervalSeconds } from '../../src/tasks/task-routes';
 const withPrefer = (prefer?: string | string[]) => ({ headers: { prefer } }) as unknown as FastifyRequest;
 
 describe('Accept', () => {
-  test("a type's weight is the q of the most specific range taking it, lower-cased, other parameters dropped", () => {
-    const accept = 'Application/HAL+JSON; charset=utf-8, text/html;q=0.5, application/json;q=0, */*;q=0.1';
-    expect(acceptQuality(accept, 'application/hal+json')).toEqual({ q: 1, specificity: 2 });
-    expect(acceptQuality(accept, 'text/html')).toEqual({ q: 0.5, specificity: 2 });
-    expect(acceptQuality(accept, 'application/json')).toEqual({ q: 0, specificity: 2 });
-    expect(acceptQuality(accept, 'image/png')).toEqual({ q: 0.1, specificity: 0 });
-    expect(acceptQuality('text/*', 'application/json').q).toBe(0);
-  });
-
-  test('a HAL body goes as application/json only to a client that prefers it to application/hal+json', () => {
-    expect(halBodyType(undefined)).toBe('application/hal+json');
-    expect(halBodyType('*/*')).toBe('application/hal+json');
-    expect(halBodyType('application/json, application/hal+json')).toBe('application/hal+json');
-    expect(halBodyType('application/json')).toBe('application/json');
-    expect(halBodyType('application/hal+json;q=0, */*;q=0.1')).toBe('application/json');
+  test('the ranges a client accepts at all, lower-cased, parameters dropped; q=0 means not acceptable', () => {
+    expect(acceptedRanges('Application/HAL+JSON; charset=utf-8, text/html;q=0.5, application/json;q=0')).toEqual([
+      'application/hal+json',
+      'text/html',
+    ]);
+    expect(acceptedRanges('*/*')).toEqual(['*/*']);
   });
 });
 
