@@ -11,8 +11,8 @@ export const MERGE_PATCH_MEDIA_TYPE = 'application/merge-patch+json';
 const MERGE_PATCH = MERGE_PATCH_MEDIA_TYPE;
 /** RFC 5789 Accept-Patch: what a PATCH body may be, on a 415 to a PATCH and on OPTIONS of a path that takes PATCH. */
 export const ACCEPT_PATCH = [MERGE_PATCH, ...JSON_BODY_TYPES].join(', ');
-/** What a 2xx answer can be: a client accepting either (or a range holding them) gets HAL JSON. */
-const PRODUCED = [HAL_MEDIA_TYPE, 'application/json'];
+/** A client that accepts this and says nothing of HAL JSON gets HAL JSON (acceptsOurs). */
+const JSON_MEDIA_TYPE = 'application/json';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -39,13 +39,6 @@ function qValue(param: string | undefined): number {
   return Number.isNaN(q) ? 1 : Math.min(Math.max(q, 0), 1);
 }
 
-/** The media ranges of an Accept header that the client accepts at all (q > 0), lower-cased. */
-export function acceptedRanges(accept: string): string[] {
-  return mediaRanges(accept)
-    .filter((r) => r.q > 0)
-    .map((r) => r.range);
-}
-
 /**
  * How much an Accept header wants a type (RFC 9110 12.5.1): the q of the most specific range that takes it, and that
  * specificity (2 the type by name, 1 its `type/*`, 0 `*\/*`); q 0 when no range takes it.
@@ -66,10 +59,15 @@ function rangeTakes(range: string, type: string): boolean {
   return range.endsWith('/*') && type.startsWith(range.slice(0, -1));
 }
 
-function acceptsOurs(accept: string, extra: readonly string[]): boolean {
-  const ranges = acceptedRanges(accept);
-  const takes = (type: string) => ranges.some((range) => rangeTakes(range, type));
-  return PRODUCED.some(takes) || extra.some(takes);
+/**
+ * Whether a 2xx answer (HAL JSON, or a route's own type) can go to this client. Each type weighs what the most specific
+ * range that takes it says (RFC 9110 12.5.1), so `*\/*` does not lift a `q=0` given to HAL JSON by name. A client
+ * that names application/json and says nothing of HAL JSON gets HAL JSON: it is JSON.
+ */
+export function acceptsOurs(accept: string, extra: readonly string[] = []): boolean {
+  const hal = acceptQuality(accept, HAL_MEDIA_TYPE);
+  const json = hal.specificity < 0 && acceptQuality(accept, JSON_MEDIA_TYPE).q > 0;
+  return hal.q > 0 || json || extra.some((type) => acceptQuality(accept, type).q > 0);
 }
 
 /** A request that has a body: one that declares its length above zero, or is sent in chunks. */

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { acceptedRanges } from '../../src/http/content-negotiation';
+import { acceptsOurs } from '../../src/http/content-negotiation';
 import { link } from '../../src/http/hal';
 import { ownPath } from '../../src/http/own-href';
 import { pageLinks } from '../../src/http/paging';
@@ -12,12 +12,21 @@ import { pollIntervalSeconds } from '../../src/tasks/task-routes';
 const withPrefer = (prefer?: string | string[]) => ({ headers: { prefer } }) as unknown as FastifyRequest;
 
 describe('Accept', () => {
-  test('the ranges a client accepts at all, lower-cased, parameters dropped; q=0 means not acceptable', () => {
-    expect(acceptedRanges('Application/HAL+JSON; charset=utf-8, text/html;q=0.5, application/json;q=0')).toEqual([
-      'application/hal+json',
-      'text/html',
-    ]);
-    expect(acceptedRanges('*/*')).toEqual(['*/*']);
+  test('HAL JSON goes to a client whose most specific range for it has q > 0, or that asks for JSON alone', () => {
+    for (const accept of [
+      'Application/HAL+JSON; charset=utf-8',
+      '*/*',
+      'application/*',
+      'application/json',
+      'text/html, application/*;q=0.2',
+    ]) {
+      expect(acceptsOurs(accept)).toBe(true);
+    }
+    // Named with q=0, HAL JSON is refused whatever a wider range says: the answer would be the refused type.
+    for (const accept of ['application/hal+json;q=0, */*;q=0.1', 'application/*;q=0, application/json', 'text/csv']) {
+      expect(acceptsOurs(accept)).toBe(false);
+    }
+    expect(acceptsOurs('application/hal+json;q=0, text/event-stream', ['text/event-stream'])).toBe(true);
   });
 });
 
