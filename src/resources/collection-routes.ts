@@ -8,7 +8,7 @@ import { mergePatch } from '../http/merge-patch';
 import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { pageLinks, type PageQuery } from '../http/paging';
-import { fieldErrors, invalidField, type ProblemDetail } from '../problems/problem-detail';
+import { invalidField, type ProblemDetail } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
 import { applySelection } from '../http/selection';
 import { requireObjectBody } from '../problems/validation';
@@ -177,11 +177,11 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       return fail(400, `Element ${index} must be an object.`, [invalidField('/', 'must be an object')]);
     const { _links: links, ...patch } = element;
     const target = selfTarget(links, index, bases);
-    const otherLinks = linksBesidesSelf(links);
-    if (!('id' in target)) return fail(400, target.detail, [target.error, ...otherLinks]);
-    if (otherLinks.length > 0) return fail(400, `Element ${index} holds _links other than self.`, otherLinks);
+    if (!('id' in target)) return fail(400, target.detail, [target.error]);
     const existing = store.get(decl.collection, target.id);
     if (!existing) return fail(404, `Element ${index} names ${target.href}, which does not exist.`);
+    const changed = changedLinks(links as Record<string, unknown>, rep(existing)._links);
+    if (changed.length > 0) return fail(400, `Element ${index} changes _links other than self.`, changed);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
     if (!prepared.ok) return fail(400, `Element ${index} would make an invalid ${decl.name}.`, prepared.errors);
     return {
@@ -228,18 +228,23 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * An element's `_links` says only which resource it changes (`self`). Any other member is an unknown field, as any
- * `_links` is in PATCH /<collection>/<id>: a relation is changed as a field (`"author": "/users/u-ada"`). Ignored, it
- * would answer 200 and drop the change the client asked for.
+ * An element's `_links` names the resource it changes (`self`). Its other links may be sent back as GET gave them (a
+ * representation edited and sent back), but not changed: a relation is changed as a field (`"author": "/users/u-ada"`),
+ * as in PATCH /<collection>/<id>. A changed or unknown link, ignored, would answer 200 and drop what the client asked.
  */
-function linksBesidesSelf(links: unknown): ProblemDetail[] {
-  if (!isObject(links)) return [];
-  const others = Object.keys(links).filter((rel) => rel !== 'self');
-  return fieldErrors(
-    others.map((rel) => ({
-      instancePath: '/_links',
-      keyword: 'additionalProperties',
-      params: { additionalProperty: rel },
-    })),
-  );
+function changedLinks(links: Record<string, unknown>, current: Record<string, unknown>): ProblemDetail[] {
+  const hrefs = (link: unknown): string => JSON.stringify(Array.isArray(link) ? link.map(hrefOf) : hrefOf(link));
+  return Object.keys(links)
+    .filter((rel) => rel !== 'self' && !(rel in current && hrefs(links[rel]) === hrefs(current[rel])))
+    .map((rel) =>
+      invalidField(
+        `/_links/${rel.replace(/~/g, '~0').replace(/\//g, '~1')}`,
+        'is not the current link: links other than self are sent back unchanged or not at all; ' +
+          'change a relation as a field',
+      ),
+    );
+}
+
+function hrefOf(link: unknown): unknown {
+  return typeof link === 'object' && link !== null && 'href' in link ? (link as { href: unknown }).href : link;
 }

@@ -97,8 +97,9 @@ function bulkUpdateSchema(decl: ResourceDeclaration): Schema {
     type: 'object',
     properties: { self: LINK },
     required: ['self'],
-    additionalProperties: false,
-    description: `names the ${decl.name} to change: /${decl.collection}/{id}; relations are changed as fields`,
+    description:
+      `names the ${decl.name} to change: /${decl.collection}/{id}; other links may be sent back as GET gave them, ` +
+      'never changed (relations are changed as fields)',
   };
   return {
     type: 'object',

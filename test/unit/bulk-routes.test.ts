@@ -64,11 +64,7 @@ describe('bulk update (PATCH /orders)', () => {
   async function created(...numbers: number[]): Promise<{ id: string; _links: { self: { href: string } } }[]> {
     const res = await call(api.app, '/orders', { body: { order: numbers.map((n) => order(1, n)) } });
     expect(res.status).toBe(201);
-    // An element names its resource by _links.self alone: the representation's other links (collection) are not its.
-    return res.body._embedded.orders.map((o: { id: string; _links: { self: { href: string } } }) => ({
-      id: o.id,
-      _links: { self: o._links.self },
-    }));
+    return res.body._embedded.orders;
   }
 
   test('two elements naming one resource: 400 for the later one, nothing written; non-atomic keeps the first', async () => {
@@ -165,7 +161,7 @@ describe('bulk update (PATCH /orders)', () => {
     expect((await call(api.app, b._links.self.href)).body.status).toBe('packed');
   });
 
-  test('a _links member other than self fails its element, as PATCH /orders/<id> refuses _links; nothing changes', async () => {
+  test('links other than self go back as GET gave them or fail their element (a change would be lost); nothing changes', async () => {
     const [a, b] = await created(70, 71);
     const before = transactions();
     const res = await call(api.app, '/orders', {
@@ -194,6 +190,14 @@ describe('bulk update (PATCH /orders)', () => {
     });
     expect(asField.status).toBe(200);
     expect((await call(api.app, b._links.self.href)).body._links.author).toEqual({ href: '/users/u-ada' });
+    // The links GET gave, sent back unchanged with a change of a field: only the field changes.
+    const got = (await call(api.app, b._links.self.href)).body;
+    const echoed = await call(api.app, '/orders', {
+      method: 'PATCH',
+      body: { order: [{ _links: got._links, status: 'paid' }] },
+    });
+    expect(echoed.status).toBe(200);
+    expect((await call(api.app, b._links.self.href)).body).toMatchObject({ status: 'paid', _links: got._links });
   });
 
   test('non-atomic: 404 when every failure is a missing resource, and its detail says what was processed', async () => {
