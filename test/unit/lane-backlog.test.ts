@@ -13,6 +13,8 @@ import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
  * handed over in order, without waiting for the last one's callbacks.
  */
 
+// Each wait below allows 20 s: it ends as soon as its condition holds, and 5 s was once too short with both cores busy.
+
 /** every test's partition, handed back when it ends (as a stop does): its backlogs and cursor writers stop */
 const owned = partitionOwnership();
 
@@ -35,15 +37,15 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     const handled = records.map(() => false);
     records.forEach((r, i) => void bridge.onEvent(r, signal, holds.holdCommit).then(() => (handled[i] = true)));
 
-    await until(async () => ((accepted.get('healthy') ?? []).length === 30 ? true : undefined), 5000, 5);
+    await until(async () => ((accepted.get('healthy') ?? []).length === 30 ? true : undefined), 20000, 5);
     expect(accepted.get('healthy')).toEqual(range(0, 30));
     // Every record is finished, the dead lane's head too (its backlog took it over): the group consumer may commit
     // past them all once the backlog's cursor is written; a hold keeps the commit at the head until then.
-    await until(async () => (handled.every(Boolean) ? true : undefined), 5000, 5);
-    await until(async () => (holds.lowest === undefined ? true : undefined), 5000, 5);
+    await until(async () => (handled.every(Boolean) ? true : undefined), 20000, 5);
+    await until(async () => (holds.lowest === undefined ? true : undefined), 20000, 5);
     expect(cursorOf(cursors, 'dead')).toMatchObject({ from: records[0].offset });
     const tried = attempts();
-    await until(async () => (attempts() > tried + 3 ? true : undefined), 5000, 5);
+    await until(async () => (attempts() > tried + 3 ? true : undefined), 20000, 5);
     expect(accepted.get('dead')).toBeUndefined();
     // What the consumer lag no longer shows (the commit went past) the backlog metric does: its events to read again.
     const unread = (sub: string) =>
@@ -55,10 +57,10 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     expect(unread('healthy')).toBe(0);
 
     down.delete('dead');
-    await until(async () => ((accepted.get('dead') ?? []).length >= 30 ? true : undefined), 5000, 5);
+    await until(async () => ((accepted.get('dead') ?? []).length >= 30 ? true : undefined), 20000, 5);
     expect(accepted.get('dead')).toEqual(range(0, 30));
     // Delivered: the cursor is removed (after its linger), and nothing holds the commit.
-    await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 5000, 20);
+    await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 20000, 20);
     expect(holds.lowest).toBeUndefined();
     expect(unread('dead')).toBe(0);
     await agent.close();
@@ -72,8 +74,8 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     const holds = new FakeCommitHolds();
     const first = await orderEvents(publisher, { count: 20 });
     first.forEach((r) => void bridge.onEvent(r, handBack.signal, holds.holdCommit).catch(() => undefined));
-    await until(async () => ((accepted.get('healthy') ?? []).length === 20 ? true : undefined), 5000, 5);
-    await until(async () => (cursorOf(cursors, 'dead') && holds.lowest === undefined ? true : undefined), 5000, 5);
+    await until(async () => ((accepted.get('healthy') ?? []).length === 20 ? true : undefined), 20000, 5);
+    await until(async () => (cursorOf(cursors, 'dead') && holds.lowest === undefined ? true : undefined), 20000, 5);
     // The bridge crashes (its partition handed back); the group consumer had committed past all 20 records.
     handBack.abort(new Error('crashed'));
     down.delete('dead');
@@ -81,7 +83,7 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     const takeOver = new AbortController();
     const later = await orderEvents(publisher, { count: 5, first: 20 });
     await Promise.all(later.map((r) => next.onEvent(r, takeOver.signal, new FakeCommitHolds().holdCommit)));
-    await until(async () => ((accepted.get('dead') ?? []).length >= 25 ? true : undefined), 5000, 5);
+    await until(async () => ((accepted.get('dead') ?? []).length >= 25 ? true : undefined), 20000, 5);
     expect(accepted.get('dead')).toEqual(range(0, 25));
     expect(accepted.get('healthy')).toEqual(range(0, 25));
     takeOver.abort(new Error('test over'));
@@ -97,11 +99,11 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     reader.opened.add((o) => readFrom.push(o.fromOffset));
     const first = await orderEvents(publisher, { count: 40 });
     await Promise.all(first.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
-    await until(async () => ((accepted.get('s') ?? []).length === 40 ? true : undefined), 5000, 5);
-    await until(async () => (reader.openReadings === 0 && holds.lowest === undefined ? true : undefined), 5000, 5);
+    await until(async () => ((accepted.get('s') ?? []).length === 40 ? true : undefined), 20000, 5);
+    await until(async () => (reader.openReadings === 0 && holds.lowest === undefined ? true : undefined), 20000, 5);
     const second = await orderEvents(publisher, { count: 5, first: 40 });
     await Promise.all(second.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
-    await until(async () => ((accepted.get('s') ?? []).length === 45 ? true : undefined), 5000, 5);
+    await until(async () => ((accepted.get('s') ?? []).length === 45 ? true : undefined), 20000, 5);
     expect(accepted.get('s')).toEqual(range(0, 45));
     // The lane took the first events in memory, and the backlog read the rest once, from where the buffer was full.
     expect(readFrom.length).toBeGreaterThanOrEqual(1);
@@ -122,14 +124,14 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
       const holds = new FakeCommitHolds();
       const records = await orderEvents(publisher, { count: 10 });
       records.forEach((r) => void bridge.onEvent(r, signal, holds.holdCommit).catch(() => undefined));
-      await until(async () => (cursorOf(cursors, 'dead') ? true : undefined), 5000, 5);
+      await until(async () => (cursorOf(cursors, 'dead') ? true : undefined), 20000, 5);
       const lag = () => bridge.backlogs().filter((b) => b.subscription === 'dead');
       expect(lag().length).toBe(1);
       // Cancelled while its endpoint is still down, and no event comes after: only the cancel can end the backlog.
       view.set('dead', ended);
-      await until(async () => (lag().length === 0 ? true : undefined), 5000, 5);
-      await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 5000, 20);
-      await until(async () => (holds.lowest === undefined ? true : undefined), 5000, 5);
+      await until(async () => (lag().length === 0 ? true : undefined), 20000, 5);
+      await until(async () => (cursorOf(cursors, 'dead') === undefined ? true : undefined), 20000, 20);
+      await until(async () => (holds.lowest === undefined ? true : undefined), 20000, 5);
       await agent.close();
     },
   );
@@ -147,14 +149,14 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
       const records = await orderEvents(publisher, { count: 40, first: round * 40 });
       await Promise.all(records.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
       const total = (round + 1) * 40;
-      await until(async () => ((accepted.get('s') ?? []).length === total ? true : undefined), 5000, 5);
-      await until(async () => (reader.openReadings === 0 && holds.lowest === undefined ? true : undefined), 5000, 5);
+      await until(async () => ((accepted.get('s') ?? []).length === total ? true : undefined), 20000, 5);
+      await until(async () => (reader.openReadings === 0 && holds.lowest === undefined ? true : undefined), 20000, 5);
       // A job lets go of the signal once its attempt is in the history, which is written in batches after the
       // callback was answered: counted once every attempt is written, the lanes and the partition's own are left.
-      await until(async () => (written() >= total ? true : undefined), 5000, 5);
+      await until(async () => (written() >= total ? true : undefined), 20000, 5);
       steady ??= abortListeners();
       // The same after every backlog: one listener left per finished backlog would never get back to it.
-      await until(async () => (abortListeners() === steady ? true : undefined), 5000, 5);
+      await until(async () => (abortListeners() === steady ? true : undefined), 20000, 5);
     }
     expect(accepted.get('s')).toEqual(range(0, 160));
     // Every round overflowed the lane, so every round had a backlog of its own, which finished.
@@ -169,7 +171,7 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     const holds = new FakeCommitHolds();
     const records = await orderEvents(publisher, { count: 10 });
     const handling = records.map((r) => bridge.onEvent(r, handBack.signal, holds.holdCommit).catch(() => undefined));
-    await until(async () => (holds.lowest !== undefined ? true : undefined), 5000, 5);
+    await until(async () => (holds.lowest !== undefined ? true : undefined), 20000, 5);
     down.delete('dead');
     handBack.abort(new Error('revoked'));
     await Promise.all(handling);
