@@ -126,13 +126,20 @@ export class TaskRunner {
    */
   async handle(record: IncomingRecord, handBack: AbortSignal, trace?: TraceContext): Promise<void> {
     const { taskId, keyed } = taskIdOfRequest(record.key, record.partition, record.offset);
-    const home = keyed ? this.deps.partitionOfTask?.(taskId) : undefined;
+    let home = keyed ? this.deps.partitionOfTask?.(taskId) : undefined;
     for (let failures = 1; !handBack.aborted; failures += 1) {
       try {
         const tried =
           home !== undefined && home !== record.partition
             ? await this.forward(record, taskId, home)
             : await this.handleOnce(record, taskId, keyed, handBack, trace);
+        if (tried === 'too-large') {
+          // Too large to write again (the broker took it, but no write of ours may be that large): its task.accepted
+          // could not carry it either, so it is refused, here.
+          home = undefined;
+          failures = 0;
+          continue;
+        }
         if (tried !== 'retry') return;
       } catch (err) {
         this.writers.markUnsure(record.partition);
@@ -147,10 +154,15 @@ export class TaskRunner {
    * The request moved to its task id's partition, under this partition's transactional id (a zombie's move is
    * fenced). Moved twice (a crash before this offset's commit), the copies meet on that partition as one task's.
    */
-  private async forward(record: IncomingRecord, taskId: string, home: number): Promise<'done'> {
+  private async forward(record: IncomingRecord, taskId: string, home: number): Promise<'done' | 'too-large'> {
     const writer = await this.writers.checked(record.partition);
     const moved = { topic: record.topic, partition: home, key: taskId, value: record.value, headers: record.headers };
-    await writer.publisher.publish([moved], { generation: writer.generation, timeoutMs: this.deps.kafkaTimeoutMs });
+    try {
+      await writer.publisher.publish([moved], { generation: writer.generation, timeoutMs: this.deps.kafkaTimeoutMs });
+    } catch (err) {
+      if (err instanceof RecordTooLargeError) return 'too-large';
+      throw err;
+    }
     this.logger.debug({ taskId, from: record.partition, to: home }, "task request moved to its task id's partition");
     return 'done';
   }
