@@ -19,6 +19,7 @@ import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
 import { parseTaskRequest, taskIdOfRequest, type ParsedRequest } from '../../src/tasks/task-request';
+import { MOVED_FROM, TOO_LARGE, tooLargeRequest, tooLargeStandIn } from './request-moves';
 import {
   cancelKey,
   cancelledTaskId,
@@ -105,15 +106,31 @@ export class TaskRunner {
     });
   }
 
-  /** The group consumer's handler: after the task's earlier runs, a span of the trace its request carries. */
+  /**
+   * The group consumer's handler: after the task's earlier runs, a span of the trace its request carries. A request
+   * to move to its key's partition is moved at once: it neither runs nor waits behind the task's run here.
+   */
   handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
-    return this.perTask.run(taskIdOfRequest(record.key, record.partition, record.offset).taskId, () => {
+    const { taskId, keyed } = taskIdOfRequest(record.key, record.partition, record.offset);
+    const traced = () => {
       // Its events, and the callbacks they lead to, belong to the request's trace.
       const span = this.tracer.start('run task', 'consumer', parseTraceparent(record.headers.traceparent), {
         'messaging.destination.name': record.topic,
       });
       return this.handle(record, handBack, span.context).finally(() => span.end());
-    });
+    };
+    return this.homeOf(record, taskId, keyed) === undefined ? this.perTask.run(taskId, traced) : traced();
+  }
+
+  /**
+   * The partition a client's request must be moved to before it runs, or undefined when it runs where it is: on its
+   * key's partition, without a valid key, or moved already (partition counts that two runners see differently, while
+   * partitions are being added, must not send it back and forth).
+   */
+  private homeOf(record: IncomingRecord, taskId: string, keyed: boolean): number | undefined {
+    if (!keyed || record.headers[MOVED_FROM] !== undefined) return undefined;
+    const home = this.deps.partitionOfTask?.(taskId);
+    return home === record.partition ? undefined : home;
   }
 
   /**
@@ -126,20 +143,13 @@ export class TaskRunner {
    */
   async handle(record: IncomingRecord, handBack: AbortSignal, trace?: TraceContext): Promise<void> {
     const { taskId, keyed } = taskIdOfRequest(record.key, record.partition, record.offset);
-    let home = keyed ? this.deps.partitionOfTask?.(taskId) : undefined;
+    const home = this.homeOf(record, taskId, keyed);
     for (let failures = 1; !handBack.aborted; failures += 1) {
       try {
         const tried =
-          home !== undefined && home !== record.partition
+          home !== undefined
             ? await this.forward(record, taskId, home)
             : await this.handleOnce(record, taskId, keyed, handBack, trace);
-        if (tried === 'too-large') {
-          // Too large to write again (the broker took it, but no write of ours may be that large): its task.accepted
-          // could not carry it either, so it is refused, here.
-          home = undefined;
-          failures = 0;
-          continue;
-        }
         if (tried !== 'retry') return;
       } catch (err) {
         this.writers.markUnsure(record.partition);
@@ -154,14 +164,23 @@ export class TaskRunner {
    * The request moved to its task id's partition, under this partition's transactional id (a zombie's move is
    * fenced). Moved twice (a crash before this offset's commit), the copies meet on that partition as one task's.
    */
-  private async forward(record: IncomingRecord, taskId: string, home: number): Promise<'done' | 'too-large'> {
+  private async forward(record: IncomingRecord, taskId: string, home: number): Promise<'done'> {
     const writer = await this.writers.checked(record.partition);
-    const moved = { topic: record.topic, partition: home, key: taskId, value: record.value, headers: record.headers };
+    const headers = { ...record.headers, [MOVED_FROM]: `${record.partition}:${record.offset}` };
+    const moved = { topic: record.topic, partition: home, key: taskId, value: record.value, headers };
+    const options = { generation: writer.generation, timeoutMs: this.deps.kafkaTimeoutMs };
     try {
-      await writer.publisher.publish([moved], { generation: writer.generation, timeoutMs: this.deps.kafkaTimeoutMs });
+      await writer.publisher.publish([moved], options);
     } catch (err) {
-      if (err instanceof RecordTooLargeError) return 'too-large';
-      throw err;
+      if (!(err instanceof RecordTooLargeError)) throw err;
+      // Larger than a write of ours may be (the broker took it from the client): a stand-in goes instead, and is
+      // refused there, so even this task id is handled on its own partition only.
+      const standIn = {
+        ...moved,
+        value: tooLargeStandIn(record.value),
+        headers: { ...headers, [TOO_LARGE]: String(err.bytes) },
+      };
+      await writer.publisher.publish([standIn], options);
     }
     this.logger.debug({ taskId, from: record.partition, to: home }, "task request moved to its task id's partition");
     return 'done';
@@ -180,7 +199,9 @@ export class TaskRunner {
     const job: Job = { taskId, partition: record.partition, handBack, writer, exec };
     const seen = this.deps.view.get(taskId);
     if (isSnapshot(seen) && isFinal(seen.status)) return 'done';
-    const parsed = parseTaskRequest(record.value, this.deps.registry);
+    const parsed = record.headers[TOO_LARGE]
+      ? tooLargeRequest(record.value, record.headers[TOO_LARGE])
+      : parseTaskRequest(record.value, this.deps.registry);
     if (!parsed.ok) return this.reject(job, parsed, keyed);
     const { request } = parsed;
     const known = isSnapshot(seen) ? seen : await this.snapshotOf(taskId, request.accepted, handBack);

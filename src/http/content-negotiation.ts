@@ -35,7 +35,7 @@ function mediaRanges(accept: string): { range: string; q: number }[] {
 
 /** RFC 9110 12.4.2: 0 to 1. A q that is no number is ignored (1), as any parameter we do not understand. */
 function qValue(param: string | undefined): number {
-  const q = param === undefined ? NaN : Number(param.slice(2));
+  const q = param === undefined || param.trim() === 'q=' ? NaN : Number(param.slice(2));
   return Number.isNaN(q) ? 1 : Math.min(Math.max(q, 0), 1);
 }
 

@@ -7,12 +7,14 @@ import type { RecordPosition, StateView, WrittenRecord } from './types';
  * view keeps each key's order (StateView.applyWritten), so a record read later never takes a key back.
  */
 export async function writeThenRead(
-  view: Pick<StateView<unknown>, 'applyWritten'>,
+  view: Pick<StateView<unknown>, 'applyWritten' | 'waitFor'>,
   timeoutMs: number,
   write: (remainingMs: number) => Promise<WrittenRecord[]>,
 ): Promise<WrittenRecord[]> {
-  const written = await write(timeoutMs);
-  view.applyWritten(written);
+  const deadline = new Deadline(timeoutMs);
+  const written = await write(deadline.remaining());
+  // Its reading far behind (stuck), the view does not apply ahead: the write is read back, or answers 503.
+  if (!view.applyWritten(written)) await view.waitFor(written, deadline.remaining());
   return written;
 }
 

@@ -4,6 +4,9 @@ import { TopicReading } from './topic-reading';
 import { KafkaUnavailableError, type RecordPosition, type StateView, type WrittenRecord } from './types';
 import { withKafkaTimeout } from './kafka-timeout';
 
+/** How long the view's reading may trail a write of its own process before writers wait for it again. */
+const AHEAD_LIMIT_MS = 5000;
+
 interface Waiter {
   /** partition → offset the view must have consumed past */
   targets: Map<number, bigint>;
@@ -37,7 +40,7 @@ export class KafkaStateView<T> implements StateView<T> {
    * key → where the record this process wrote and applied ahead of its reading landed (applyWritten). Until the
    * reading passes it, older records of the key are not applied: a key's value never goes back in the log.
    */
-  private readonly ahead = new Map<string, { partition: number; offset: bigint }>();
+  private readonly ahead = new Map<string, { partition: number; offset: bigint; at: number }>();
   private reading: TopicReading | undefined;
   private synced = false;
   private stopped = false;
@@ -114,7 +117,11 @@ export class KafkaStateView<T> implements StateView<T> {
     this.settleWaiters();
   }
 
-  applyWritten(records: WrittenRecord[]): void {
+  applyWritten(records: WrittenRecord[]): boolean {
+    // A reading that has not passed a write of this process's for this long is stuck or far behind: what the view
+    // shows of other writers is stale, so the writer waits to read its write back (and answers 503 if it cannot).
+    const oldest = this.ahead.values().next().value;
+    if (oldest !== undefined && Date.now() - oldest.at > AHEAD_LIMIT_MS) return false;
     for (const r of records) {
       if (r.topic !== this.topic) continue;
       const offset = BigInt(r.offset);
@@ -122,9 +129,11 @@ export class KafkaStateView<T> implements StateView<T> {
       if ((this.position.get(r.partition) ?? 0n) > offset) continue;
       const shown = this.ahead.get(r.key);
       if (shown && shown.partition === r.partition && shown.offset >= offset) continue;
-      this.ahead.set(r.key, { partition: r.partition, offset });
+      this.ahead.delete(r.key);
+      this.ahead.set(r.key, { partition: r.partition, offset, at: Date.now() });
       this.apply(r.key, r.value);
     }
+    return true;
   }
 
   /** true when the fetched record is the key's record applied ahead, or older than it: not applied again */
@@ -245,7 +254,14 @@ export class KafkaStateView<T> implements StateView<T> {
     }
     if (decoded === undefined) this.state.delete(key);
     else this.state.set(key, decoded);
-    for (const l of this.listeners) l(key, decoded);
+    for (const l of this.listeners) {
+      // A listener's failure is its own: neither the reading nor the write that applied the record may fail with it.
+      try {
+        l(key, decoded);
+      } catch (err) {
+        this.logger.error({ topic: this.topic, key, err }, 'state view listener failed');
+      }
+    }
   }
 
   private reached(targets: Map<number, bigint>): boolean {

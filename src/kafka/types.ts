@@ -129,9 +129,10 @@ export interface StateView<T> {
   waitFor(positions: RecordPosition[], timeoutMs: number): Promise<void>;
   /**
    * Applies records this process wrote (acknowledged, committed) on the view's topic at once, before its reading
-   * reaches them: read-your-writes without a read-back. A key's value never goes back to an older offset.
+   * reaches them: read-your-writes without a read-back. A key's value never goes back to an older offset. False when
+   * it applied nothing because its reading trails this process's writes by seconds: the writer must wait (waitFor).
    */
-  applyWritten(records: WrittenRecord[]): void;
+  applyWritten(records: WrittenRecord[]): boolean;
   onChange(listener: (key: string, value: T | undefined) => void): void;
   /** when the last completed sync began (ms since epoch): syncedSince(t) for any t up to it needs no round trip */
   readonly syncedAt: number;

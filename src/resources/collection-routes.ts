@@ -235,7 +235,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function changedLinks(links: Record<string, unknown>, current: Record<string, unknown>): ProblemDetail[] {
   const hrefs = (link: unknown): string => JSON.stringify(Array.isArray(link) ? link.map(hrefOf) : hrefOf(link));
   return Object.keys(links)
-    .filter((rel) => rel !== 'self' && !(rel in current && hrefs(links[rel]) === hrefs(current[rel])))
+    .filter((rel) => rel !== 'self' && !(Object.hasOwn(current, rel) && hrefs(links[rel]) === hrefs(current[rel])))
     .map((rel) =>
       invalidField(
         `/_links/${rel.replace(/~/g, '~0').replace(/\//g, '~1')}`,

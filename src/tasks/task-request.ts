@@ -42,7 +42,7 @@ export function taskIdOfRequest(
   return { taskId: `request-${partition}-${offset}`, keyed: false };
 }
 export const DEFAULT_KAFKA_TENANT = 'kafka';
-const TENANT_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+export const TENANT_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 /** longer than any task type's name may be (task-registry.ts): a rejected request's type is then 'unknown' */
 const MAX_TYPE_NAME = 100;
 

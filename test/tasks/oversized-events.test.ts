@@ -1,4 +1,5 @@
 import { Kafka, logLevel } from 'kafkajs';
+import { partitionOfKey } from '../../src/kafka/murmur2';
 import { exampleTaskTypes } from '../../src/examples';
 import type { RunningService } from '../../src/service';
 import type { TaskType } from '../../src/tasks/task-type';
@@ -103,9 +104,11 @@ test('poisoned requests from Kafka each end in one task.failed; a task beside th
     [ids.tenant, { type: 'countdown', input: { steps: 1, stepMs: 0 }, tenant: 'acme corp' }],
   ] as const;
   try {
-    // One send each: together they are over what the broker takes in one batch, as the poison ones are alone.
+    // One send each: together they are over what the broker takes in one batch, as the poison ones are alone. The
+    // largest lands off its key's partition, where it cannot be moved as it is (a stand-in is, and refused there).
+    const offHome = (partitionOfKey(ids.input, 3) + 1) % 3;
     for (const [key, value] of requests) {
-      const message = { key, value: JSON.stringify(value), partition: 0 };
+      const message = { key, value: JSON.stringify(value), partition: key === ids.input ? offHome : 0 };
       await producer.send({ topic: service.kafka.topics.taskRequests, messages: [message] });
     }
   } finally {

@@ -28,7 +28,11 @@ const finalState = (taskId: string, key?: string) =>
     return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
   });
 
-/** The end offsets of the events and requests topics, once no task of this file is still running. */
+/**
+ * The end offsets of the events and requests topics, once no task of this file is still running and the ends hold
+ * still: a task is final in the view once its last transaction committed, and that transaction's markers reach the
+ * partitions a moment after.
+ */
 async function topicEnds(): Promise<string> {
   await until(async () => {
     const list = await http(base, '/tasks?limit=100');
@@ -40,12 +44,25 @@ async function topicEnds(): Promise<string> {
   });
   const admin = new Kafka({ brokers: testBrokers(), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
-  const ends = [];
-  for (const topic of [service.kafka.topics.taskEvents, service.kafka.topics.taskRequests]) {
-    ends.push(...(await admin.fetchTopicOffsets(topic)).map((o) => `${topic}/${o.partition}:${o.high}`));
+  const read = async () => {
+    const ends = [];
+    for (const topic of [service.kafka.topics.taskEvents, service.kafka.topics.taskRequests]) {
+      ends.push(...(await admin.fetchTopicOffsets(topic)).map((o) => `${topic}/${o.partition}:${o.high}`));
+    }
+    return ends.sort().join(',');
+  };
+  try {
+    let last = await read();
+    return await until(async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      const now = await read();
+      const still = now === last;
+      last = now;
+      return still ? now : undefined;
+    });
+  } finally {
+    await admin.disconnect();
   }
-  await admin.disconnect();
-  return ends.sort().join(',');
 }
 
 describe('submitting and tracking', () => {

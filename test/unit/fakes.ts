@@ -108,7 +108,9 @@ export class FakeView<T> implements StateView<T> {
   async waitFor(): Promise<void> {}
 
   /** Records written through a fake publisher reach a fake view by `set` (the test's wiring), not from here. */
-  applyWritten(): void {}
+  applyWritten(): boolean {
+    return true;
+  }
 
   onChange(listener: (key: string, value: T | undefined) => void): void {
     this.listeners.push(listener);

@@ -27,6 +27,8 @@ describe('Accept', () => {
       expect(acceptsOurs(accept)).toBe(false);
     }
     expect(acceptsOurs('application/hal+json;q=0, text/event-stream', ['text/event-stream'])).toBe(true);
+    // A q that is no number (an empty one too) is ignored, as any parameter we do not understand.
+    expect(acceptsOurs('application/hal+json;q=')).toBe(true);
   });
 });
 

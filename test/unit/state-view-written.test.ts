@@ -140,4 +140,37 @@ describe("a view applying its own process's writes (read-your-writes without a r
     await readTo(view, log);
     expect(view.get('a')).toBeUndefined();
   });
+
+  test('a reading that trails its own writes by seconds (stuck) applies nothing ahead: the writer must wait', async () => {
+    const log = new HeldLog();
+    view = await viewOn(log);
+    log.held = true;
+    expect(view.applyWritten([log.append('a', 'first')])).toBe(true);
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 6000);
+    try {
+      expect(view.applyWritten([log.append('b', 'second')])).toBe(false);
+      expect(view.get('b')).toBeUndefined();
+    } finally {
+      clock.mockRestore();
+    }
+    log.release();
+    await readTo(view, log);
+    expect([view.get('a'), view.get('b')]).toEqual(['first', 'second']);
+    expect(view.applyWritten([log.append('c', 'third')])).toBe(true);
+  });
+
+  test("a listener that throws fails neither the write that applied the record nor the view's reading", async () => {
+    const log = new HeldLog();
+    view = await viewOn(log);
+    view.onChange(() => {
+      throw new Error('listener bug');
+    });
+    log.held = true;
+    expect(() => view?.applyWritten([log.append('a', 'v1')])).not.toThrow();
+    log.append('b', 'v2');
+    log.release();
+    await readTo(view, log);
+    expect([view.get('a'), view.get('b')]).toEqual(['v1', 'v2']);
+  });
 });
