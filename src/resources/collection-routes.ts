@@ -9,6 +9,7 @@ import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { pageLinks, type PageQuery } from '../http/paging';
 import { invalidField, type ProblemDetail } from '../problems/problem-detail';
+import { pointerToken } from '../lib/ill-formed-text';
 import { ProblemError } from '../problems/problem-error';
 import { applySelection } from '../http/selection';
 import { requireObjectBody } from '../problems/validation';
@@ -238,7 +239,7 @@ function changedLinks(links: Record<string, unknown>, current: Record<string, un
     .filter((rel) => rel !== 'self' && !(Object.hasOwn(current, rel) && hrefs(links[rel]) === hrefs(current[rel])))
     .map((rel) =>
       invalidField(
-        `/_links/${rel.replace(/~/g, '~0').replace(/\//g, '~1')}`,
+        `/_links/${pointerToken(rel)}`,
         'is not the current link: links other than self are sent back unchanged or not at all; ' +
           'change a relation as a field',
       ),
