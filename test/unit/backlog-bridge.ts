@@ -88,6 +88,7 @@ export function backlogBridge({ laneBuffer, delayMs = 0, concurrency = laneBuffe
   (delayMs > 0 ? interceptor.delay(delayMs) : interceptor).persist();
   return {
     publisher,
+    topics,
     view,
     cursors,
     reader: fakeReader,
