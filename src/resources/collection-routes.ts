@@ -11,7 +11,7 @@ import { pageLinks, type PageQuery } from '../http/paging';
 import { invalidField, type ProblemDetail } from '../problems/problem-detail';
 import { pointerToken } from '../lib/ill-formed-text';
 import { ProblemError } from '../problems/problem-error';
-import { applySelection } from '../http/selection';
+import { applySelection, selectionOf, type Selection } from '../http/selection';
 import { requireObjectBody } from '../problems/validation';
 import { ID_PATTERN } from './resource-declaration';
 import { inputForm, type ResourceRouteDeps } from './resource-context';
@@ -116,11 +116,13 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
           answer.ids.map((id) => rep(stored(id))),
         );
         if (answer.errors) {
-          throw bulkFailure(false, answer.errors, { body: applySelection(saved, {}), count: answer.ids.length });
+          const processed = applySelection(saved, selectionOf(request));
+          throw bulkFailure(false, answer.errors, { body: processed, count: answer.ids.length });
         }
         return saved;
       },
-      create: (keyed) => commit(atomic, planned, failures, { trace: request.trace, idempotency: keyed }),
+      create: (keyed) =>
+        commit(atomic, planned, failures, { trace: request.trace, idempotency: keyed }, selectionOf(request)),
     });
     return reply.code(201).send(body);
   });
@@ -146,15 +148,19 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
         planned.push(outcome);
       }
     });
-    return commit(atomic, planned, failures, { trace: request.trace });
+    return commit(atomic, planned, failures, { trace: request.trace }, selectionOf(request));
   });
 
-  /** Atomic: any failure writes nothing. Non-atomic: the valid elements are written, the failures reported. */
+  /**
+   * Atomic: any failure writes nothing. Non-atomic: the valid elements are written, the failures reported, with
+   * `processed` shaped as the 2xx would be (spec "Bulk rules" 2.4): the request's selection applies to it.
+   */
   async function commit(
     atomic: boolean,
     planned: Planned[],
     failures: ProblemDetail[],
     on: WriteContext,
+    selection: Selection,
   ): Promise<HalResource> {
     if (failures.length > 0 && atomic) throw bulkFailure(true, failures);
     const writes = planned.map((p) => p.write);
@@ -164,7 +170,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       saved.map((s) => rep(s as StoredResource)),
     );
     if (failures.length > 0)
-      throw bulkFailure(false, failures, { body: applySelection(body, {}), count: saved.length });
+      throw bulkFailure(false, failures, { body: applySelection(body, selection), count: saved.length });
     return body;
   }
 

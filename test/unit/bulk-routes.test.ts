@@ -58,6 +58,17 @@ describe('bulk create', () => {
     expect(res.body.processed._embedded.orders.map((o: { orderNumber: number }) => o.orderNumber)).toEqual([30]);
     expect(total()).toBe(before + 1);
   });
+
+  test("processed is shaped as the 2xx would be: the request's fields apply to it", async () => {
+    const ok = await call(api.app, '/orders?atomic=false&fields=count,_links', { body: { order: [order(5, 40)] } });
+    expect(ok.status).toBe(201);
+    expect(Object.keys(ok.body).sort()).toEqual(['_links', 'count']);
+    const partly = await call(api.app, '/orders?atomic=false&fields=count,_links', {
+      body: { order: [order(5, 41), order(0, 42)] },
+    });
+    expect(partly.status).toBe(400);
+    expect(partly.body.processed).toEqual({ _links: ok.body._links, count: 1 });
+  });
 });
 
 describe('bulk update (PATCH /orders)', () => {
