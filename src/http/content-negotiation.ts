@@ -65,9 +65,16 @@ function rangeTakes(range: string, type: string): boolean {
  * that names application/json and says nothing of HAL JSON gets HAL JSON: it is JSON.
  */
 export function acceptsOurs(accept: string, extra: readonly string[] = []): boolean {
+  return halQuality(accept).q > 0 || extra.some((type) => acceptQuality(accept, type).q > 0);
+}
+
+/**
+ * How much an Accept header wants HAL JSON: as it weighs HAL JSON, or, when no range takes HAL JSON at all, as it
+ * weighs application/json (a JSON client gets HAL JSON). A HAL JSON refused by name stays refused.
+ */
+export function halQuality(accept: string): { q: number; specificity: number } {
   const hal = acceptQuality(accept, HAL_MEDIA_TYPE);
-  const json = hal.specificity < 0 && acceptQuality(accept, JSON_MEDIA_TYPE).q > 0;
-  return hal.q > 0 || json || extra.some((type) => acceptQuality(accept, type).q > 0);
+  return hal.specificity < 0 ? acceptQuality(accept, JSON_MEDIA_TYPE) : hal;
 }
 
 /** A request that has a body: one that declares its length above zero, or is sent in chunks. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { tenantOf } from '../http/auth';
-import { acceptQuality } from '../http/content-negotiation';
+import { acceptQuality, halQuality } from '../http/content-negotiation';
 import { HAL_MEDIA_TYPE, halResource, link } from '../http/hal';
 import { emptyResponse, type Schema } from '../http/hal-schemas';
 import { MAX_PAGE_SIZE, pageLink } from '../http/paging';
@@ -79,9 +79,8 @@ function wantsEventStream(request: FastifyRequest): boolean {
   const accept = request.headers.accept ?? '';
   const sse = acceptQuality(accept, EVENT_STREAM_MEDIA_TYPE);
   if (sse.q === 0) return false;
-  const hal = [HAL_MEDIA_TYPE, 'application/json']
-    .map((type) => acceptQuality(accept, type))
-    .reduce((a, b) => (b.q > a.q || (b.q === a.q && b.specificity > a.specificity) ? b : a));
+  // Weighed as the 406 check weighs it: `application/hal+json;q=0, *\/*;q=0.1` refuses the page and takes the stream.
+  const hal = halQuality(accept);
   if (sse.q !== hal.q) return sse.q > hal.q;
   return sse.specificity === 2;
 }

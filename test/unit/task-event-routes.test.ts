@@ -217,6 +217,9 @@ describe('the same events as HAL JSON pages', () => {
     expect(await kind('application/json;q=0.4, text/event-stream;q=0.6')).toBe(sse);
     expect(await kind('text/*;q=0.3, */*')).toBe(hal);
     expect(await kind('text/event-stream;q=0, */*')).toBe(hal);
+    // HAL JSON refused by name is refused here as in the 406 check: the stream, which */* takes, is what goes.
+    expect(await kind('application/hal+json;q=0, */*;q=0.1')).toBe(sse);
+    expect(await kind('application/json;q=0, */*;q=0.1')).toBe(hal);
     // A q that is no number counts as if it were not there, here and in the 406 check alike.
     expect(await kind('text/event-stream;q=abc')).toBe(sse);
     expect(await kind('text/event-stream;q=-1, application/hal+json')).toBe(hal);
