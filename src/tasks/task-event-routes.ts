@@ -69,6 +69,9 @@ function eventsRouteSchema(): Schema {
   };
 }
 
+/** where a cursor given as the Last-Event-ID header is reported (and told apart from `?after=`) */
+const LAST_EVENT_ID = '/headers/last-event-id';
+
 type EventsRequest = { Params: { taskId: string }; Querystring: { after?: string; limit: number } };
 
 /**
@@ -114,7 +117,7 @@ function resumeOffset(request: FastifyRequest<EventsRequest>, task: TaskSnapshot
     { given: request.query.after, where: '/querystring/after' },
     {
       given: typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined,
-      where: '/headers/last-event-id',
+      where: LAST_EVENT_ID,
     },
   ];
   let from = BigInt(task.offset);
@@ -178,8 +181,8 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
       await refuseCursorPastEnd(deps, task, resume);
       const { from } = resume;
       const self = `/tasks/${task.taskId}/events`;
-      // One URL, two representations: a cache must key on Accept.
-      reply.header('vary', 'Accept');
+      // One URL, two representations, and Last-Event-ID moves where a page starts: a cache must key on both.
+      reply.header('vary', 'Accept, Last-Event-ID');
       if (wantsEventStream(request)) {
         if (request.method === 'HEAD') return eventStreamHead(deps, reply, task, from);
         // The stream writes its own head: the headers the conventions set (X-Request-Id, traceparent) go with it.
@@ -196,7 +199,9 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
       }
       const { limit } = request.query;
       const { events, more } = await readTaskEventPage(deps, task, from, limit);
-      const after = request.query.after ? `after=${request.query.after}&` : '';
+      // `self` names the page served: a page that Last-Event-ID started names that cursor as `after`.
+      const cursor = resume.where === LAST_EVENT_ID ? `${task.partition}:${from - 1n}` : request.query.after;
+      const after = cursor ? `after=${cursor}&` : '';
       const links: Record<string, { href: string }> = {
         self: link(`${self}?${after}limit=${limit}`),
         task: link(`/tasks/${task.taskId}`),

@@ -70,6 +70,8 @@ export async function readTaskEventPage(
   const end = BigInt(await deps.reader.endOffset(task.topic, task.partition, remaining()));
   if (fromOffset >= end) return { events: [], more: false };
   const events: ReadTaskEvent[] = [];
+  /** a full page is followed by another of the task's events before `end`: a next page has something now */
+  let more = false;
   let enough: () => void = () => undefined;
   const full = new Promise<void>((resolve) => {
     enough = resolve;
@@ -81,10 +83,12 @@ export async function readTaskEventPage(
       fromOffset: fromOffset.toString(),
       until: end.toString(),
       onRecord(record) {
-        const e = events.length < limit && !events.at(-1)?.final ? asTaskEvent(record, task.taskId) : undefined;
+        if (more || events.at(-1)?.final) return;
+        const e = asTaskEvent(record, task.taskId);
         if (!e) return;
-        events.push(e);
-        if (events.length >= limit || e.final) enough();
+        if (events.length < limit) events.push(e);
+        else more = true;
+        if (more || e.final) enough();
       },
     },
     remaining(),
@@ -94,8 +98,7 @@ export async function readTaskEventPage(
   } finally {
     await reading.stop();
   }
-  const last = events.at(-1);
-  return { events, more: events.length >= limit && !last?.final };
+  return { events, more };
 }
 
 /** The stream's own headers; a HEAD asking for the stream gets them too. */

@@ -141,7 +141,7 @@ describe('Server-Sent Events', () => {
     expect(bad.body.errors[0].instance).toBe('/headers/last-event-id');
   });
 
-  test("the stream's head carries the conventions' headers and Vary: Accept, as the JSON answer does", async () => {
+  test("the stream's head carries the conventions' headers and Vary, as the JSON answer does", async () => {
     const task = await submit();
     await runToEnd(task.taskId);
     const headers = {
@@ -154,7 +154,7 @@ describe('Server-Sent Events', () => {
       expect(res.status).toBe(200);
       expect(res.headers['x-request-id']).toBe('req-sse-1');
       expect(String(res.headers.traceparent)).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
-      expect(res.headers.vary).toBe('Accept');
+      expect(res.headers.vary).toBe('Accept, Last-Event-ID');
     }
     expect(sse.headers['content-type']).toMatch(/^text\/event-stream/);
   });
@@ -166,7 +166,7 @@ describe('Server-Sent Events', () => {
     expect(live.status).toBe(200);
     expect(live.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(live.headers['cache-control']).toBe('no-cache');
-    expect(live.headers.vary).toBe('Accept');
+    expect(live.headers.vary).toBe('Accept, Last-Event-ID');
     expect(live.headers['content-length']).toBeUndefined();
     expect(live.text).toBe('');
     await runToEnd(task.taskId);
@@ -252,5 +252,24 @@ describe('the same events as HAL JSON pages', () => {
     expect(page.body).toMatchObject({ count: 2, complete: false, _links: { task: { href: `/tasks/${task.taskId}` } } });
     expect(page.body.events.map((e: { event: string }) => e.event)).toEqual(['task.accepted', 'task.started']);
     expect(page.body._links.next).toBeUndefined();
+    // A page that its limit fills with the last events so far has no next either: following it would find nothing.
+    const full = await call(api.app, `/tasks/${task.taskId}/events?limit=2`);
+    expect(full.body).toMatchObject({ count: 2, complete: false });
+    expect(full.body._links.next).toBeUndefined();
+    const short = await call(api.app, `/tasks/${task.taskId}/events?limit=1`);
+    expect(short.body._links.next.href).toBe(`/tasks/${task.taskId}/events?after=${short.body.events[0].id}&limit=1`);
+  });
+
+  test('a page that Last-Event-ID starts names that cursor in its self link', async () => {
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const first = await call(api.app, `/tasks/${task.taskId}/events?limit=1`);
+    const id = first.body.events[0].id;
+    const resumed = await call(api.app, `/tasks/${task.taskId}/events?limit=1`, { headers: { 'last-event-id': id } });
+    expect(resumed.body.events[0].id).not.toBe(id);
+    const self = resumed.body._links.self.href;
+    expect(self).toBe(`/tasks/${task.taskId}/events?after=${id}&limit=1`);
+    // The self link serves the same page without the header.
+    expect((await call(api.app, self)).body.events).toEqual(resumed.body.events);
   });
 });
