@@ -253,7 +253,13 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     const current = store.get(task.taskId) ?? task;
     return tracking(reply, current)
       .code(202)
-      .send(taskRepresentation(current, { cancelRequested: true, retentionMs: store.retentionMs }));
+      .send(
+        taskRepresentation(current, {
+          cancelRequested: true,
+          subscriptionOf: deps.subscriptionOf,
+          retentionMs: store.retentionMs,
+        }),
+      );
   });
 
   // Forgetting is for finished tasks; a running one is cancelled first (PATCH). A repeat is 404: it is gone.

@@ -132,6 +132,13 @@ describe('POST /tasks', () => {
       const later = await call(tolerant.app, `/tasks/${res.body.taskId}?embedded=subscription`);
       expect(later.body._embedded.subscription.UUID).toBe(subscription.UUID);
       expect(later.body._embedded.subscription.secret).toBeUndefined();
+      // The cancel's 202 is a 2xx body like any other: it embeds what it is asked to.
+      const cancel = await call(tolerant.app, `/tasks/${res.body.taskId}?embedded=subscription`, {
+        method: 'PATCH',
+        body: { status: 'cancelled' },
+      });
+      expect(cancel.status).toBe(202);
+      expect(cancel.body._embedded.subscription.UUID).toBe(subscription.UUID);
     } finally {
       await tolerant.app.close();
     }
