@@ -35,10 +35,15 @@ function kafkajsLogCreator(logger: Logger) {
  * kafkajs's own sockets, plus TCP_NODELAY as the Java client sets it: Nagle's algorithm would hold a small request
  * written while the connection's last one is unacknowledged. (The service has no TLS or SASL settings.)
  */
-const noDelaySockets: ISocketFactory = ({ host, port, onConnect }) => {
+export const noDelaySockets: ISocketFactory = ({ host, port, onConnect }) => {
   const socket = connect({ host, port }, onConnect);
   socket.setNoDelay(true);
   socket.setKeepAlive(true, 60000);
+  // kafkajs unrefs its socket on every disconnect, and while a broker is down one connection is disconnected many
+  // times. Node defers the unref of a socket without a handle (refused, destroyed) to its 'connect', which never
+  // comes: a listener per call, and a MaxListenersExceededWarning after ten. A destroyed socket holds nothing open.
+  const unref = socket.unref.bind(socket);
+  socket.unref = () => (socket.destroyed ? socket : unref());
   return socket;
 };
 
