@@ -229,6 +229,7 @@ export class TaskRunner {
   async runOnce(job: Job, snapshot: TaskSnapshot, input: unknown): Promise<Try> {
     const type = this.deps.registry.get(snapshot.type);
     if (!type) throw new Error(`unknown type ${snapshot.type}`);
+    if (this.deps.view.get(cancelKey(snapshot.taskId))) return this.cancelUnstarted(job, snapshot);
     const attempt = snapshot.attempt + 1;
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
     const started = { status: 'running' as const, attempt, startedAt: isoNow() };
@@ -236,7 +237,6 @@ export class TaskRunner {
     journal.enqueue('task.started', started, { attempt, runner: this.deps.runnerId });
     const cancel = new AbortController();
     this.running.set(snapshot.taskId, cancel);
-    if (this.deps.view.get(cancelKey(snapshot.taskId))) cancel.abort(new Cancelled());
     const timeoutMs = type.timeoutMs ?? this.deps.taskTimeoutMs;
     const timedOut = new AbortController();
     // A timer cleared when the run ends: AbortSignal.timeout's cannot be, and would hold the run's signals and
@@ -264,6 +264,16 @@ export class TaskRunner {
       clearTimeout(timer);
       this.running.delete(snapshot.taskId);
     }
+  }
+
+  /**
+   * Cancelled before this run started: the handler never runs (nor gets a signal it might not look at), and no
+   * task.started says it did. Its events go on to task.cancelled; attempt and startedAt stay as they were.
+   */
+  private async cancelUnstarted(job: Job, snapshot: TaskSnapshot): Promise<Try> {
+    const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
+    const finished = await this.finals.finish(job, journal, { kind: 'task.cancelled', data: {} });
+    return job.handBack.aborted ? 'handed-back' : finished;
   }
 
   /** A request no run can use: it ends in task.failed with the reasons, never in silence. */

@@ -9,7 +9,7 @@ import type {
 import { createLogger } from '../../src/logger';
 import { exampleTaskTypes } from '../../src/examples';
 import { TaskRegistry } from '../../src/tasks/task-registry';
-import type { TaskRecord } from '../../src/tasks/task-snapshot';
+import { cancelKey, type TaskRecord } from '../../src/tasks/task-snapshot';
 import { defineTaskType, type TaskType } from '../../src/tasks/task-type';
 import { FakeCommitHolds, FakeView } from './fakes';
 
@@ -231,5 +231,31 @@ describe('task runner: exactly one final event', () => {
     const final = log.records.find((r) => r.key === 't5' && String(r.value).includes('"task.succeeded"'));
     expect(JSON.parse(String(final?.value)).data).toEqual({ result: { runs: 2 } });
     expect(Date.now() - started).toBeLessThan(9000);
+  });
+});
+
+describe('task runner: a task cancelled before it starts', () => {
+  test('never runs: its events go from task.accepted to task.cancelled, with no task.started and no attempt', async () => {
+    const log = new FakeLog();
+    let ran = false;
+    const watched = defineTaskType({
+      name: 'countdown',
+      description: 'records whether it ran',
+      inputSchema: { type: 'object' },
+      async run() {
+        ran = true;
+        return {};
+      },
+    });
+    const handle = await runner(log, [watched]);
+    log.view.set(cancelKey('c1'), { cancel: true, taskId: 'c1', requestedAt: new Date().toISOString() });
+    await handle(request('c1', 0), new AbortController().signal);
+    const events = log.records
+      .filter((r) => r.topic === topics.taskEvents && r.key === 'c1')
+      .map((r) => JSON.parse(String(r.value)).event);
+    expect(events).toEqual(['task.accepted', 'task.cancelled']);
+    expect(ran).toBe(false);
+    expect(log.view.get('c1')).toMatchObject({ status: 'cancelled', attempt: 0 });
+    expect(log.view.get('c1')).not.toHaveProperty('startedAt');
   });
 });
