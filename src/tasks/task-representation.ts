@@ -32,7 +32,12 @@ export function taskRepresentation(t: TaskSnapshot, options: TaskRepresentationO
   const embeddable: Record<string, EmbedResolver> = {};
   if (created) embeddable.subscription = () => created;
   else if (t.subscription && subscriptionOf) embeddable.subscription = () => subscriptionOf(t.subscription as string);
-  const links: Links = { self: link(`/tasks/${t.taskId}`), collection: link('/tasks') };
+  // `events`: the task's events over HTTP (pages or SSE), from the same offsets a Kafka client reads.
+  const links: Links = {
+    self: link(`/tasks/${t.taskId}`),
+    collection: link('/tasks'),
+    events: link(`/tasks/${t.taskId}/events`),
+  };
   if (t.subscription) links.subscription = link(`/subscriptions/${t.subscription}`);
   const pendingCancel = cancelRequested && !isFinal(t.status);
   // Optional members are set in place, in the order the representation lists them: a spread of a conditional

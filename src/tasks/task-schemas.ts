@@ -70,14 +70,18 @@ export const taskSchema = halSchema({
     expiresAt: dateTime('when a finished task is forgotten (finishedAt + TASK_RETENTION_MS): 404 after it'),
     updatedAt: dateTime(),
   },
-  links: { self: 'one', collection: 'one', subscription: 'one' },
+  links: { self: 'one', collection: 'one', events: 'one', subscription: 'one' },
   embedded: { subscription: ref(SUBSCRIPTION_SCHEMA_ID) },
 });
 
 export const taskListSchema = halListSchema('tasks', ref(TASK_SCHEMA_ID), 'A page of your tasks, newest last.');
 
 export const TASK_EXAMPLE = {
-  _links: { self: { href: '/tasks/5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10' }, collection: { href: '/tasks' } },
+  _links: {
+    self: { href: '/tasks/5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10' },
+    collection: { href: '/tasks' },
+    events: { href: '/tasks/5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10/events' },
+  },
   UUID: '5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10',
   taskId: '5f0c6a5e-3c1d-4b8e-9d0a-2f6b7c8d9e10',
   type: 'countdown',

@@ -55,7 +55,11 @@ describe('POST /tasks', () => {
       partition: expect.any(Number),
       offset: expect.any(Number),
       message: expect.stringContaining(api.kafka.topics.taskEvents),
-      _links: { self: { href: `/tasks/${taskId}` }, collection: { href: '/tasks' } },
+      _links: {
+        self: { href: `/tasks/${taskId}` },
+        collection: { href: '/tasks' },
+        events: { href: `/tasks/${taskId}/events` },
+      },
     });
     expect(res.headers['retry-after']).toBe('1');
     // One transaction: the event, then the snapshot and the request; the 202 names the event's own position.
