@@ -31,12 +31,13 @@ describe('runner processes killed under load', () => {
   let log: TaskEventLog | undefined;
   const env = { KAFKA_TIMEOUT_MS };
 
+  // Above the sum of its bounds: the api's start 120 s (KAFKA_STARTUP_TIMEOUT_MS), the runners' 60 s, the group's 60 s.
   beforeAll(async () => {
     api = await startTestService(prefix, { role: 'api', env });
     runners.push(...(await Promise.all([1, 2].map(() => startChildService('runner', prefix, env)))));
     // Both members must have joined before the work arrives, or the first would take it all.
     await untilGroupStable(`${prefix}task-runner`, 2);
-  }, 120000);
+  }, 300000);
 
   afterAll(async () => {
     await load?.stop();
@@ -45,6 +46,9 @@ describe('runner processes killed under load', () => {
     await api?.stop();
   }, 60000);
 
+  // jest's bound is above the sum of the bounds inside, so a stall is reported with the counts, not as jest's
+  // timeout: 5 stops of 60 s waiting and 60 s starting a runner, 60 s, 30 s for the load's last requests, 60 s for
+  // the final statuses and 60 s for the event log: 810 s.
   test("0 tasks lost, 0 tasks with two final events, every task's events in a valid order", async () => {
     load = new TaskLoad({
       // No cap while the stops are under way (a busy machine starts runners slowly); about 4 tasks a second.
@@ -119,5 +123,5 @@ describe('runner processes killed under load', () => {
       doubleFinals: 0,
       orderProblems: 0,
     });
-  }, 240000);
+  }, 900000);
 });

@@ -39,7 +39,8 @@ describe('resources stored in Kafka', () => {
       const hrefs = created.body._embedded.orders.map(
         (o: { _links: { self: { href: string } } }) => o._links.self.href,
       );
-      const deadline = Date.now() + 10000;
+      // b reads a's write with its consumer lag, seconds on a busy machine; the loop ends as soon as both are there.
+      const deadline = Date.now() + 30000;
       let seen: number[] = [];
       while (Date.now() < deadline) {
         seen = await Promise.all(hrefs.map(async (h: string) => (await http(b.url as string, h)).status));
@@ -51,5 +52,5 @@ describe('resources stored in Kafka', () => {
       await a.stop();
       await b.stop();
     }
-  });
+  }, 90000);
 });

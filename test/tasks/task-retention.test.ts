@@ -62,12 +62,17 @@ test('a task running longer than the window is never forgotten while it runs', a
   // The other instance answers for the task once its own view has read it (read-your-writes is per instance).
   const seen = async () => ((await http(shortApi.url, `/tasks/${taskId}`)).status === 200 ? true : undefined);
   await until(seen, 10000, 20);
+  // Each round asks shortApi, then short. short runs the task and applies its own writes at once: while it answers
+  // "not final", the task was running when both answered, so none of those answers may be 404. The final status is
+  // short's: shortApi may read the finish seconds late, together with the tombstone the sweep writes 3 s after it.
   const statuses: (string | number)[] = [];
   const final = await until(
     async () => {
-      const res = await http(shortApi.url, `/tasks/${taskId}`);
-      statuses.push(res.status === 200 ? res.body.status : res.status);
-      return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+      const other = await http(shortApi.url, `/tasks/${taskId}`);
+      const own = await http(short.url, `/tasks/${taskId}`);
+      if (['succeeded', 'failed', 'cancelled'].includes(own.body.status)) return own.body;
+      statuses.push(...[other, own].map((res) => (res.status === 200 ? res.body.status : res.status)));
+      return undefined;
     },
     30000,
     100,
@@ -87,10 +92,11 @@ test("a task's callback subscription and its delivery attempts are forgotten a w
     const subscriptionId = res.body._embedded.subscription.UUID as string;
     const [callback] = await receiver.waitFor(1);
     const attemptsOf = `${subscriptionId}/${callback.headers['webhook-id']}/`;
-    // A once subscription ends with its delivery, and then says when it is forgotten.
+    // A once subscription ends with its delivery, and then says when it is forgotten. Not gated on counts.delivered:
+    // short's view of the history may read the attempt seconds late, and 3 s after the end the subscription is gone.
     const ended = await until(async () => {
       const s = await http(short.url, `/subscriptions/${subscriptionId}`);
-      return s.body.status === 'cancelled' && s.body.counts.delivered === 1 ? s.body : undefined;
+      return s.body.status === 'cancelled' ? s.body : undefined;
     });
     expect(ended.cancelReason).toBe('delivered-once');
     expect(Date.parse(ended.expiresAt)).toBe(Date.parse(ended.updatedAt) + RETENTION_MS);

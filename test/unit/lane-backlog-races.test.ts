@@ -12,6 +12,9 @@ import { backlogBridge, partitionOwnership } from './backlog-bridge';
  * lane-backlog.test.ts: the publisher's log is the partitions, MockAgent the receivers, one FakeCommitHolds per
  * partition as the group consumer keeps them.
  */
+
+// Each wait below allows 20 s: it ends as soon as its condition holds (2-8 s could be too short, both cores busy).
+
 const owned = partitionOwnership();
 
 const setup = (laneBuffer: number, delayMs = 0, wrap?: (reader: PartitionReader) => PartitionReader) =>
@@ -42,7 +45,7 @@ describe('more backlogs than reading slots, a dead endpoint that revives', () =>
     await Promise.all(handling);
     const total = PARTITIONS * PER_PARTITION;
     try {
-      await until(async () => ((accepted.get('s') ?? []).length >= total ? true : undefined), 8000, 10);
+      await until(async () => ((accepted.get('s') ?? []).length >= total ? true : undefined), 20000, 10);
     } finally {
       const got = accepted.get('s') ?? [];
       const missing = perPartition
@@ -58,8 +61,8 @@ describe('more backlogs than reading slots, a dead endpoint that revives', () =>
         range(p * 1000, PER_PARTITION),
       );
     }
-    await until(async () => (holds.every((h) => h.lowest === undefined) ? true : undefined), 5000, 10);
-  }, 20000);
+    await until(async () => (holds.every((h) => h.lowest === undefined) ? true : undefined), 20000, 10);
+  }, 60000);
 
   test.each([
     [2, 40, 3],
@@ -92,7 +95,7 @@ describe('more backlogs than reading slots, a dead endpoint that revives', () =>
       await Promise.all(handling);
       const total = PARTITIONS * PER;
       try {
-        await until(async () => (new Set(accepted.get('s') ?? []).size >= total ? true : undefined), 8000, 10);
+        await until(async () => (new Set(accepted.get('s') ?? []).size >= total ? true : undefined), 20000, 10);
       } finally {
         const got = accepted.get('s') ?? [];
         const missing = perPartition
@@ -107,9 +110,9 @@ describe('more backlogs than reading slots, a dead endpoint that revives', () =>
         // in order, and no event twice (no crash happened)
         expect(mine).toEqual(range(p * 1000, PER));
       }
-      await until(async () => (holds.every((h) => h.lowest === undefined) ? true : undefined), 5000, 10);
+      await until(async () => (holds.every((h) => h.lowest === undefined) ? true : undefined), 20000, 10);
     },
-    20000,
+    60000,
   );
 });
 
@@ -164,7 +167,12 @@ describe('a backlog asked to yield its reading slot after it was resumed keeps i
     await admitted();
     for (const r of p1) handling.push(bridge.onEvent(r, signal, holds[1].holdCommit));
     await admitted();
-    await until(async () => (p1Asked && attempts() >= 3 ? true : undefined), 5000, 1, 'P1 reading asked, head failing');
+    await until(
+      async () => (p1Asked && attempts() >= 3 ? true : undefined),
+      20000,
+      1,
+      'P1 reading asked, head failing',
+    );
     // While the head fails: P2's events find no room, and P1's reading opens and waits for room with the slot.
     for (const r of p2) handling.push(bridge.onEvent(r, signal, holds[2].holdCommit));
     release();
@@ -172,7 +180,7 @@ describe('a backlog asked to yield its reading slot after it was resumed keeps i
     refused.delete(1);
     await Promise.all(handling);
     try {
-      await until(async () => ((accepted.get('s') ?? []).length >= 11 ? true : undefined), 3000, 5);
+      await until(async () => ((accepted.get('s') ?? []).length >= 11 ? true : undefined), 20000, 5);
     } catch (err) {
       // What arrived, and which commits are still held, when it did not all arrive.
       console.log({ got: accepted.get('s') ?? [], held: holds.map((h) => h.lowest) });
@@ -184,8 +192,8 @@ describe('a backlog asked to yield its reading slot after it was resumed keeps i
     expect(got.filter((n) => n < 1000)).toEqual([0, 1, 2]);
     expect(got.filter((n) => n >= 1000 && n < 2000)).toEqual(range(1000, 6));
     expect(got.filter((n) => n >= 2000)).toEqual([2000, 2001]);
-    await until(async () => (holds.every((h) => h.lowest === undefined) ? true : undefined), 3000, 5);
-  });
+    await until(async () => (holds.every((h) => h.lowest === undefined) ? true : undefined), 20000, 5);
+  }, 90000);
 });
 
 describe('a backlog that ends with its subscription while its callbacks are still in the lane', () => {
@@ -210,10 +218,10 @@ describe('a backlog that ends with its subscription while its callbacks are stil
       const records = await orderEvents(publisher, { partition: 0, count: 30 });
       const handling = records.map((r) => bridge.onEvent(r, signal, holds.holdCommit));
       // The backlog reads and feeds the lane (slow receiver, buffer of 3).
-      await until(async () => ((accepted.get('s') ?? []).length >= 6 ? true : undefined), 5000, 2);
+      await until(async () => ((accepted.get('s') ?? []).length >= 6 ? true : undefined), 20000, 2);
       view.set('s', { ...orderSubscription('s'), status: 'cancelled' });
       await Promise.all(handling);
-      await until(async () => (holds.lowest === undefined ? true : undefined), 3000, 5, 'every hold released');
+      await until(async () => (holds.lowest === undefined ? true : undefined), 20000, 5, 'every hold released');
       await new Promise((r) => setTimeout(r, 100));
       expect(unhandled.map((e) => String(e))).toEqual([]);
     } finally {
@@ -243,7 +251,7 @@ describe('an eviction whose first callback of a partition is from a handed-back 
     const old = records
       .slice(0, 2)
       .map((r) => bridge.onEvent(r, first.signal, holds.holdCommit).catch(() => 'stopped'));
-    await until(async () => (attempts() === 1 ? true : undefined), 2000, 1);
+    await until(async () => (attempts() === 1 ? true : undefined), 20000, 1);
     // Handed back, and taken again at once from the committed offset (nothing was committed): events 0, 1, 2 again.
     first.abort(new Error('revoked'));
     const again = owned();
@@ -254,7 +262,7 @@ describe('an eviction whose first callback of a partition is from a handed-back 
     down.delete('s');
     await Promise.all(old);
     try {
-      await until(async () => ((accepted.get('s') ?? []).length >= 3 ? true : undefined), 3000, 5);
+      await until(async () => ((accepted.get('s') ?? []).length >= 3 ? true : undefined), 20000, 5);
     } catch (err) {
       console.log({ accepted: accepted.get('s'), finished, held: holds.lowest });
       throw err;
@@ -297,13 +305,13 @@ describe('a reader that restarts while its record waits for room in the lane', (
     const records = await orderEvents(publisher, { count: 30 });
     const signal = owned().signal;
     await Promise.all(records.map((r) => bridge.onEvent(r, signal, holds.holdCommit)));
-    await until(async () => ((accepted.get('s') ?? []).length >= 30 ? true : undefined), 5000, 5);
+    await until(async () => ((accepted.get('s') ?? []).length >= 30 ? true : undefined), 20000, 5);
     expect(accepted.get('s')).toEqual(range(0, 30));
     // The backlog read the events the lane had no room for (two offers each), and the offers waited for room.
     expect(offers.length).toBeGreaterThanOrEqual(2 * 20);
     let settled = 0;
     for (const offer of offers) void offer.then(() => (settled += 1));
-    await until(async () => (settled === offers.length ? true : undefined), 3000, 5);
+    await until(async () => (settled === offers.length ? true : undefined), 20000, 5);
     expect(reader.openReadings).toBe(0);
     await agent.close();
   });

@@ -12,6 +12,9 @@ import { ORIGIN } from './order-events';
  * gets them all the same, from the task's first event, once each and in order, whether the view learns of it after
  * the group consumer offered them, before, or while the partition is another member's.
  */
+
+// Each wait below allows 20 s: it ends as soon as its condition holds (2-5 s could be too short, both cores busy).
+
 const owned = partitionOwnership();
 
 /** FakeKafka's topic names (its prefix is `unit.`) */
@@ -56,7 +59,7 @@ async function owedCursor(publisher: FakePublisher, topic: string, s: Subscripti
 }
 
 const settled = (accepted: Map<string, number[]>, id: string, count: number) =>
-  until(async () => ((accepted.get(id) ?? []).length >= count ? true : undefined), 5000, 10);
+  until(async () => ((accepted.get(id) ?? []).length >= count ? true : undefined), 20000, 10);
 
 describe('a task subscription made after the bridge offered its task events', () => {
   test('continuous: every event of the task, in order, once; the event it was matched live is not sent twice', async () => {
@@ -127,7 +130,7 @@ describe('a task subscription made after the bridge offered its task events', ()
     const events = await taskEvents(publisher, topic, 'task-6');
     const s = lateSubscription('cursor', 'task-6', 'continuous', events[0]);
     await owedCursor(publisher, callbackBacklogs, s);
-    await until(async () => (cursors.get(`${s.id}/${topic}/0`) ? true : undefined), 2000, 10);
+    await until(async () => (cursors.get(`${s.id}/${topic}/0`) ? true : undefined), 20000, 10);
     view.set(s.id, s);
     bridge.assigned(topic, 0, owned().signal, BigInt(events[3].offset) + 1n);
     await settled(accepted, 'cursor', 4);
@@ -142,7 +145,7 @@ describe('a task subscription made after the bridge offered its task events', ()
     const s = lateSubscription('taken-over', 'task-4', 'continuous', events[0]);
     // Made while no member offered the partition: the view has it before the new owner's first record.
     await owedCursor(publisher, callbackBacklogs, s);
-    await until(async () => (cursors.get(`${s.id}/${topic}/0`) ? true : undefined), 2000, 10);
+    await until(async () => (cursors.get(`${s.id}/${topic}/0`) ? true : undefined), 20000, 10);
     view.set(s.id, s);
     const bridge = newBridge();
     const signal = owned().signal;
