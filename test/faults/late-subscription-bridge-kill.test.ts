@@ -88,7 +88,8 @@ type Json = Record<string, unknown>;
 
 /**
  * One API request, retried while the api answers 503 or 429 or no answer comes (a busy machine, a slow broker), up
- * to `boundMs`; a POST carries one Idempotency-Key over its retries, so a write that did land is not made twice.
+ * to `boundMs`; a POST carries one Idempotency-Key over its retries, so a write that did land is not made twice
+ * (and a retry told that key's first try is still in flight retries too).
  */
 async function call(base: string, method: string, path: string, want: number, body?: Json, boundMs = 30000) {
   const key = randomUUID();
@@ -114,7 +115,10 @@ async function call(base: string, method: string, path: string, want: number, bo
       error = String(err);
     }
     if (status === want && json) return json;
-    if (![0, 429, 503].includes(status) || Date.now() > deadline) {
+    // A retry that finds its first try's claim of the key still open (that try timed out here, or answered 503 while
+    // its write may have landed) is told 409 in-flight: retry later (README, Idempotency-Key), as a client does.
+    const inFlight = status === 409 && json?.type === 'https://hookstream.dev/problems/idempotency-key-in-flight';
+    if ((![0, 429, 503].includes(status) && !inFlight) || Date.now() > deadline) {
       throw new Error(`${method} ${path}: ${status} ${error || JSON.stringify(json)}`);
     }
     await pause(200);
