@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
 import { healthRoutes, type Readiness } from './health/health-routes';
 import { authPlugin } from './http/auth';
+import { answerClientError } from './http/client-errors';
 import { answerConnect } from './http/connect-method';
 import { contentNegotiationPlugin } from './http/content-negotiation';
 import { docsPage } from './docs/docs-page';
@@ -17,7 +17,6 @@ import { closingAnswerPlugin } from './http/closing-answer';
 import { PROBLEM_MEDIA_TYPE, problemPlugin, sendProblem } from './http/problem-plugin';
 import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
 import { problem } from './problems/problem-detail';
-import type { ProblemKind } from './problems/problem-types';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
 import { requestLoggerFactory } from './http/request-logger';
 import { replySerializer, serializerFactory, validatorFactory } from './http/schema-compilers';
@@ -45,48 +44,6 @@ export interface AppDeps {
   metrics?: Metrics;
   /** further route plugins (tasks, subscriptions), each with the conventions applied */
   routes?: { plugin: (app: FastifyInstance) => Promise<void>; collections: string[] }[];
-}
-
-/** What a client is told of the parser's errors that have a status of their own; any other is a 400. */
-const CLIENT_ERRORS: Record<string, { kind: ProblemKind; status: string; detail: string }> = {
-  ERR_HTTP_REQUEST_TIMEOUT: {
-    kind: 'request-timeout',
-    status: '408 Request Timeout',
-    detail: 'The request did not arrive in time; the connection is closed.',
-  },
-  HPE_HEADER_OVERFLOW: {
-    kind: 'headers-too-large',
-    status: '431 Request Header Fields Too Large',
-    detail: 'The request line and headers are larger than the server reads (16 KB); a very long URL is one cause.',
-  },
-};
-
-/**
- * A request Node cut (too slow) or could not parse never reaches Fastify's hooks: it is answered with
- * a Problem written straight to the socket, unless part of a response already went out on it. It has no
- * request id yet, so one is made for its `logref`, and logged with the error.
- */
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, logger: Logger): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
-    // A client that went away is routine, and nobody is told a logref: not worth an info line.
-    logger.debug({ err }, 'client error');
-    socket.destroy();
-    return;
-  }
-  const logref = randomUUID();
-  logger.info({ err, reqId: logref }, 'client error');
-  const known = CLIENT_ERRORS[err.code ?? ''] ?? {
-    kind: 'bad-request',
-    status: '400 Bad Request',
-    detail: `The HTTP request could not be parsed (${err.code ?? 'malformed'}).`,
-  };
-  const body = JSON.stringify(problem(known.kind, known.detail, { instance: '/', logref }));
-  const head =
-    `HTTP/1.1 ${known.status}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}` +
-    `\r\nX-Request-Id: ${logref}\r\nConnection: close`;
-  // Destroyed once written: a slow client must not keep the socket by sending more.
-  socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
 }
 
 /**

@@ -1,5 +1,6 @@
 import { MAX_SEND_BYTES, tooLarge } from '../../src/kafka/record-size';
 import { topicNames, type Topics } from '../../src/kafka/topics';
+import type { LogLevel } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import {
   KafkaUnavailableError,
@@ -285,10 +286,10 @@ export class FakePartitionReader implements PartitionReader {
   }
 }
 
-/** A logger at warn whose lines a test can read, parsed: what an operator would see. */
-export function capturedLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
+/** A logger (at warn unless told) whose lines a test can read, parsed: what an operator would see. */
+export function capturedLogger(level: LogLevel = 'warn'): { logger: Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
-  const logger = createLogger('warn', 'test', { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const logger = createLogger(level, 'test', { write: (line: string) => void lines.push(JSON.parse(line)) });
   return { logger, lines };
 }
 

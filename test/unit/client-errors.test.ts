@@ -1,0 +1,71 @@
+import { connect, type Server } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { once } from 'node:events';
+import { answerClientError } from '../../src/http/client-errors';
+import { problemType } from '../../src/problems/problem-types';
+import { capturedLogger } from './fakes';
+
+/*
+ * Requests Node's parser refuses never reach Fastify: they are answered and logged by answerClientError, here on a
+ * plain Node server as the app wires it (clientErrorHandler).
+ */
+const KEY = 'secret-key-0123456789abcdef';
+
+async function serve(): Promise<{ port: number; lines: Record<string, unknown>[]; server: Server }> {
+  const { logger, lines } = capturedLogger('info');
+  const server = createHttpServer((_req, res) => res.end());
+  server.on('clientError', (err, socket) => answerClientError(err, socket, logger));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { port: (server.address() as { port: number }).port, lines, server: server as unknown as Server };
+}
+
+function raw(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    socket.on('data', (d) => (answer += d.toString('latin1')));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+describe('requests the HTTP parser refuses', () => {
+  test('the log line has the error without the bytes it kept: no API key, and no copy of a huge header', async () => {
+    const { port, lines, server } = await serve();
+    try {
+      const bad = `GET /tasks?token=abc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nBad Header: x\r\n\r\n`;
+      const answer = await raw(port, bad);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      const body = JSON.parse(answer.split('\r\n\r\n')[1]);
+      // The Problem names the path of the request it answers, as every other does.
+      expect(body).toMatchObject({ type: problemType('bad-request'), instance: '/tasks' });
+      const huge = await raw(port, `GET /orders HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`);
+      expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+      const logged = lines.filter((l) => l.msg === 'client error');
+      expect(logged).toHaveLength(2);
+      for (const line of logged) {
+        const text = JSON.stringify(line);
+        expect(text).not.toContain(KEY);
+        expect(text).not.toContain('rawPacket');
+        expect(text.length).toBeLessThan(4000);
+        // What says why is kept: the parser's code, and the stack.
+        expect(line.err).toMatchObject({ code: expect.stringMatching(/^HPE_/), stack: expect.any(String) });
+      }
+      expect(logged.map((l) => l.reqId)).toEqual([body.logref, expect.any(String)]);
+    } finally {
+      server.close();
+    }
+  });
+
+  test('a request line that is no request names no path', async () => {
+    const { port, server } = await serve();
+    try {
+      const answer = await raw(port, 'NOT-HTTP\r\n\r\n');
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(answer.split('\r\n\r\n')[1]).instance).toBe('/');
+    } finally {
+      server.close();
+    }
+  });
+});
