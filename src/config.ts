@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -147,7 +148,14 @@ function parseTracing(r: Reader): TracingConfig {
   const headers: Record<string, string> = {};
   for (const pair of (r.raw('OTEL_EXPORTER_OTLP_HEADERS') ?? '').split(',')) {
     const at = pair.indexOf('=');
-    if (at > 0) headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    if (at <= 0) continue;
+    try {
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      // The value may be a credential: the message names the variable, not what it holds.
+      r.problems.push('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs, percent-encoded (a % escape is malformed)');
+      break;
+    }
   }
   const serviceName = r.string('OTEL_SERVICE_NAME', 'hookstream');
   if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none') {
@@ -277,13 +285,24 @@ function parsePublicUrl(r: Reader): string | undefined {
   return url.href.replace(/\/+$/, '');
 }
 
+/** A DNS name (RFC 1123 labels, the last not all digits: RFC 3696 §2) or an IP literal, as Node's listen takes it. */
+const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*(?!\d+$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
+
+function parseHost(r: Reader): string {
+  const host = r.string('HOST', '0.0.0.0');
+  if (isIP(host) === 0 && !HOST_NAME.test(host)) {
+    r.problems.push(`HOST=${JSON.stringify(host)} must be an IP address (0.0.0.0, ::, 127.0.0.1) or a host name`);
+  }
+  return host;
+}
+
 /** Reads and validates the configuration; throws ConfigError listing every bad setting at once. */
 export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
   const r = new Reader(env);
   const kafkaTimeoutMs = r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000);
   const config: Config = {
     port: r.int('PORT', 3000, 0, 65535),
-    host: r.string('HOST', '0.0.0.0'),
+    host: parseHost(r),
     kafkaBrokers: parseBrokers(r),
     embeddedKafka: r.bool('EMBEDDED_KAFKA', true),
     tracing: parseTracing(r),

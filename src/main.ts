@@ -11,6 +11,12 @@ import { brokersUnreachable } from './startup/broker-reachable';
 import { PortTakenError } from './startup/port-taken-error';
 import { listenWhileStarting, type StartingServer } from './startup/starting-server';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from './startup/wait-for-kafka';
+import { settlesWithin } from './lib/settles-within';
+
+/** A shutdown that takes longer exits 1 without finishing (a container runtime's own grace is often 30 s). */
+const SHUTDOWN_LIMIT_MS = 30000;
+/** The service's part of it, so the embedded broker's stop (5 s, then SIGKILL) still fits in the limit. */
+const SERVICE_STOP_LIMIT_MS = 15000;
 
 function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
   const lines = [`hookstream is running (role: ${config.role})`];
@@ -74,13 +80,18 @@ async function main(): Promise<void> {
     const force = setTimeout(() => {
       logger.error({ signal }, 'shutdown took longer than 30 s; exiting without finishing it');
       process.exit(1);
-    }, 30000);
+    }, SHUTDOWN_LIMIT_MS);
     force.unref();
     await starting?.close();
-    await service?.stop();
-    await broker?.stop();
+    // Bounded, so the embedded broker is always stopped before the limit: against a broker that hangs (stopped, or
+    // stalled) the service's Kafka clients each wait out a request timeout, and the JVM would be left running.
+    const stopped = await settlesWithin(service?.stop(), SERVICE_STOP_LIMIT_MS, (err) =>
+      logger.error({ err }, 'the service failed to stop cleanly'),
+    );
+    if (!stopped) logger.error({ signal }, 'the service did not stop in 15 s (Kafka not answering); stopping the rest');
+    await broker?.stop(stopped ? 20000 : 5000);
     logger.info({ signal, ms: Date.now() - started }, 'stopped');
-    process.exit(0);
+    process.exit(stopped ? 0 : 1);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));

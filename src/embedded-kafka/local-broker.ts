@@ -27,7 +27,8 @@ export interface LocalBroker {
   readonly bootstrap: string;
   readonly logFile: string;
   readonly pid: number | undefined;
-  stop(): Promise<void>;
+  /** a controlled shutdown, then SIGKILL after `graceMs` (default 20 s) if the JVM has not ended */
+  stop(graceMs?: number): Promise<void>;
 }
 
 const DEFAULT_START_TIMEOUT_MS = 180000;
@@ -119,8 +120,8 @@ function running(
     bootstrap: `127.0.0.1:${port}`,
     logFile,
     pid: jvm.child.pid,
-    async stop() {
-      await jvm.stop(20000);
+    async stop(graceMs = 20000) {
+      await jvm.stop(graceMs);
       lock?.release();
       if (!options.persistent) rmSync(dataDir, { recursive: true, force: true });
     },

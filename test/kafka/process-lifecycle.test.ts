@@ -120,6 +120,48 @@ describe('process lifecycle', () => {
     300000,
   );
 
+  withJava(
+    'SIGTERM while the embedded broker hangs: the process still stops its broker, within the shutdown limit',
+    async () => {
+      const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-hung-'));
+      const app = run([join(DIST, 'main.js')], {
+        HOOKSTREAM_CACHE_DIR: cacheDir,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+      });
+      let java = 0;
+      try {
+        await app.waitFor('hookstream is running', 180000);
+        java = Number(
+          spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' })
+            .stdout.trim()
+            .split('\n')[0],
+        );
+        expect(java).toBeGreaterThan(0);
+        // A broker that hangs (a stopped JVM, a long GC pause): its clients' requests wait out their timeouts.
+        process.kill(java, 'SIGSTOP');
+        // Its consumers' fetches are then waiting on it, as they would be on a broker that hangs under load.
+        await new Promise((r) => setTimeout(r, 3000));
+        const stoppingAt = Date.now();
+        app.child.kill('SIGTERM');
+        const code = await app.exited;
+        // The process ends by itself (not killed by a signal), inside the 30 s limit, and its JVM goes with it.
+        expect(code).not.toBeNull();
+        expect(Date.now() - stoppingAt).toBeLessThan(40000);
+        expect(await gone(java, 15000)).toBe(true);
+      } finally {
+        app.child.kill('SIGKILL');
+        if (java > 0 && alive(java)) {
+          process.kill(java, 'SIGKILL');
+          await gone(java, 10000);
+        }
+        rmSync(cacheDir, { recursive: true, force: true });
+      }
+    },
+    300000,
+  );
+
   withJava('storage is formatted even when the random cluster id starts with "-"', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookstream-format-'));
     try {

@@ -44,6 +44,15 @@ describe('PUBLIC_URL', () => {
   });
 });
 
+describe('HOST', () => {
+  test.each(['0.0.0.0', '::', '127.0.0.1', 'localhost', 'api.example.com', 'host-1'])('%s is taken', (host) => {
+    expect(loadConfig({ HOST: host }).host).toBe(host);
+  });
+  test.each(['999.1.1.1', 'a b', 'http://x', '-bad', 'x..y', '[::1]'])('%s is refused, by name', (host) => {
+    expect(problemsOf({ HOST: host })).toEqual([expect.stringMatching(/^HOST=/)]);
+  });
+});
+
 describe('tracing (OTEL_*)', () => {
   test('unasked, nothing is exported', () => {
     expect(loadConfig({}).tracing).toEqual({ headers: {}, serviceName: 'hookstream' });
@@ -59,6 +68,13 @@ describe('tracing (OTEL_*)', () => {
     };
     expect(loadConfig(both).tracing.url).toBe('http://b/traces');
     expect(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp' }).tracing.url).toBe('http://localhost:4318/v1/traces');
+  });
+
+  test('malformed OTEL_EXPORTER_OTLP_HEADERS is refused by name, without repeating its value', () => {
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%zzsecret' })).toEqual([
+      expect.stringMatching(/^OTEL_EXPORTER_OTLP_HEADERS must be/),
+    ]);
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%zzsecret' })[0]).not.toContain('secret');
   });
 
   test('OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turn it off; another exporter is refused', () => {
