@@ -139,8 +139,8 @@ const PRINTABLE = /^[\x21-\x7e]*$/;
  * The spec asks for a POST to exactly the URL registered, and the WHATWG parser rewrites paths (it removes `/../`,
  * percent-encodes `{` and `|`): a receiver routing on its raw path would miss. So the path and query are sent as
  * written, unless they hold a backslash (which the parser reads as `/`; sent as written, `/\evil.com` would be
- * read by some receivers as another host) or what a request line cannot (non-ASCII, which only the parsed form
- * encodes), or do not mean the same as the parsed ones.
+ * read by some receivers as another host), or do not mean the same as the parsed ones. Non-ASCII, which a request
+ * line cannot carry, is percent-encoded as the parser would (a lone surrogate, which has no UTF-8, sends the parsed).
  */
 function pathAsGiven(callbackUrl: string, url: URL): string {
   const parsed = `${url.pathname}${url.search}`;
@@ -150,8 +150,11 @@ function pathAsGiven(callbackUrl: string, url: URL): string {
   let raw = callbackUrl.slice(afterScheme + authorityEnd).split('#')[0];
   if (raw.startsWith('?')) raw = `/${raw}`;
   // The parser reads a backslash as `/` on both sides of the comparison below, which would let it through.
-  if (raw === '' || !PRINTABLE.test(raw) || raw.includes('\\')) return parsed;
+  if (raw === '' || raw.includes('\\')) return parsed;
   try {
+    // Non-ASCII cannot go on a request line: it alone is percent-encoded (UTF-8, as the parser does), not the rest.
+    if (!PRINTABLE.test(raw)) raw = raw.replace(/[^\x21-\x7e]+/g, (text) => encodeURIComponent(text));
+    if (!PRINTABLE.test(raw)) return parsed;
     return new URL(raw, url.origin).href === new URL(parsed, url.origin).href ? raw : parsed;
   } catch {
     return parsed;

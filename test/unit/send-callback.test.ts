@@ -76,6 +76,8 @@ describe('the callback goes to exactly the URL registered', () => {
       ['/\\evil.example/x', '//evil.example/x'],
       // Non-ASCII cannot go on a request line as it is: the parser's percent-encoding is the one way to send it.
       ['/caf\u00e9', '/caf%C3%A9'],
+      // ... and only it: the rest of such a path still goes as written.
+      ['/a/../{y}/caf\u00e9?q=\u00fc&r=%zz', '/a/../{y}/caf%C3%A9?q=%C3%BC&r=%zz'],
     ];
     try {
       for (const [i, [path]] of written.entries()) {
