@@ -96,6 +96,8 @@ export async function checkCallbackUrl(
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: 'must be http or https' };
   if (url.username || url.password) return { ok: false, reason: 'must not carry credentials' };
   if (!url.hostname) return { ok: false, reason: 'has no host' };
+  // Nothing listens on port 0: every callback would fail, and the subscription deliver nothing, ever.
+  if (url.port === '0') return { ok: false, reason: 'names port 0' };
   if (options.allowPrivate) return { ok: true, url };
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];

@@ -50,6 +50,9 @@ const MALFORMED = [
   '  http://hooks.example.com/x',
   'http://hooks.example.com/x\t',
   'http://hooks.exa\nmple.com/x',
+  // Nothing listens there: every callback would fail.
+  'http://93.184.215.14:0/x',
+  'https://[2606:4700::6810:85e5]:0/hook',
 ];
 const ALLOWED = [
   'https://hooks.example.com/x',
@@ -67,7 +70,7 @@ describe('callback URL policy', () => {
     expect(verdict.ok).toBe(false);
   });
 
-  test.each(MALFORMED)('refuses %s: not an absolute http(s) URL without credentials', async (url) => {
+  test.each(MALFORMED)('refuses %s: not an absolute http(s) URL to a port, without credentials', async (url) => {
     expect((await checkCallbackUrl(url, { allowPrivate: true, lookup })).ok).toBe(false);
   });
 
