@@ -200,13 +200,7 @@ export class DeliveryLane {
         return;
       }
       this.headFailed(attempt);
-      const delay = backoffMs(
-        attempt,
-        this.deps.callbacks.backoffBaseMs,
-        this.deps.callbacks.backoffMaxMs,
-        result.retryAfterMs,
-      );
-      await pause(delay, signal);
+      await pause(result.retryInMs ?? 0, signal);
     }
   }
 
@@ -216,7 +210,7 @@ export class DeliveryLane {
     { run, attempt }: AttemptOf,
     signal: AbortSignal,
     writes: Promise<void>[],
-  ): Promise<CallbackResult | undefined> {
+  ): Promise<(CallbackResult & { retryInMs?: number }) | undefined> {
     // A handed-back event is not sent again: the retry loop's pause ends at once on the abort, and comes here.
     if (signal.aborted) throw new LaneStopped();
     const syncing = this.freshSubscriptions(signal);
@@ -240,6 +234,12 @@ export class DeliveryLane {
     };
     const result = await sendCallback(sent, this.deps.agent, timeoutMs);
     span.end(result.outcome === 'failed' ? result.error : undefined);
+    // Chosen here (its jitter once) so the history can say when the next attempt is due.
+    const { maxAttempts, backoffBaseMs, backoffMaxMs } = this.deps.callbacks;
+    const retryInMs =
+      result.outcome === 'failed' && attempt < maxAttempts
+        ? backoffMs(attempt, backoffBaseMs, backoffMaxMs, result.retryAfterMs)
+        : undefined;
     this.deps.metrics?.callbackAttempt(result.outcome, result.latencyMs / 1000);
     // One shape for every attempt; JSON leaves the undefined parts out.
     const record: DeliveryAttempt = {
@@ -253,6 +253,7 @@ export class DeliveryLane {
       latencyMs: result.latencyMs,
       statusCode: result.statusCode,
       error: result.outcome === 'failed' ? result.error : undefined,
+      nextAttemptAt: retryInMs === undefined ? undefined : new Date(Date.now() + retryInMs).toISOString(),
     };
     const history = { topic: this.deps.topics.deliveries, key: attemptKey(record, run), value: JSON.stringify(record) };
     // Tried once even when the event is being handed back: the attempt happened (maybe delivered), so it is history.
@@ -271,7 +272,7 @@ export class DeliveryLane {
         this.deps.subscriptions.end(sub, reason, within),
       );
     }
-    return result;
+    return { ...result, retryInMs };
   }
 
   /**

@@ -134,6 +134,11 @@ describe('DeliveryLane', () => {
     await lane.enqueue(parts('s1', 1), new AbortController().signal);
     const history = publisher.on('deliveries').map((r) => JSON.parse(String(r.value)));
     expect(history.map((a) => `${a.attempt}:${a.outcome}`)).toEqual(['1:failed', '2:failed', '2:dead-lettered']);
+    // A failed attempt that is tried again says when; the last one, after which there is none, does not.
+    const [first, last] = history;
+    expect(Date.parse(first.nextAttemptAt) - Date.parse(first.at)).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(first.nextAttemptAt) - Date.parse(first.at)).toBeLessThanOrEqual(5 + 50);
+    expect(last.nextAttemptAt).toBeUndefined();
     // One handling of the event: its records share a run, and the dead letter has a key of its own.
     const keys = publisher.on('deliveries').map((r) => String(r.key));
     const run = keys[0].split('/')[2];
