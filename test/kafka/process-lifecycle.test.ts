@@ -57,6 +57,24 @@ function run(args: string[], env: Record<string, string>) {
   return { child, exited, waitFor, output: () => out };
 }
 
+/** `npm start` on the embedded default in its own cache folder, as a user runs it (port chosen by the system). */
+function startOnEmbedded(cacheDir: string) {
+  return run([join(DIST, 'main.js')], {
+    HOOKSTREAM_CACHE_DIR: cacheDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  });
+}
+
+/** The pid of the Kafka JVM whose data is in `cacheDir` (0: none). */
+const brokerJvmOf = (cacheDir: string) =>
+  Number(
+    spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n')[0],
+  );
+
 describe('process lifecycle', () => {
   beforeAll(() => {
     if (!existsSync(join(DIST, 'main.js')))
@@ -89,12 +107,7 @@ describe('process lifecycle', () => {
     '`npm start` on the embedded default: prints URL, key and bootstrap; Ctrl-C stops it and its broker, exit 0',
     async () => {
       const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-start-'));
-      const app = run([join(DIST, 'main.js')], {
-        HOOKSTREAM_CACHE_DIR: cacheDir,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-      });
+      const app = startOnEmbedded(cacheDir);
       try {
         await app.waitFor('hookstream is running', 180000);
         const out = app.output();
@@ -103,11 +116,7 @@ describe('process lifecycle', () => {
         expect(out).toMatch(/Kafka: +127\.0\.0\.1:\d+ \(embedded Apache Kafka 4\.1\.1\)/);
         const res = await fetch(`${url}/orders`, { headers: { authorization: `Bearer ${key}` } });
         expect(res.status).toBe(200);
-        const java = Number(
-          spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' })
-            .stdout.trim()
-            .split('\n')[0],
-        );
+        const java = brokerJvmOf(cacheDir);
         expect(java).toBeGreaterThan(0);
         app.child.kill('SIGINT');
         expect(await app.exited).toBe(0);
@@ -124,20 +133,11 @@ describe('process lifecycle', () => {
     'SIGTERM while the embedded broker hangs: the process still stops its broker, within the shutdown limit',
     async () => {
       const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-hung-'));
-      const app = run([join(DIST, 'main.js')], {
-        HOOKSTREAM_CACHE_DIR: cacheDir,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-      });
+      const app = startOnEmbedded(cacheDir);
       let java = 0;
       try {
         await app.waitFor('hookstream is running', 180000);
-        java = Number(
-          spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' })
-            .stdout.trim()
-            .split('\n')[0],
-        );
+        java = brokerJvmOf(cacheDir);
         expect(java).toBeGreaterThan(0);
         // A broker that hangs (a stopped JVM, a long GC pause): its clients' requests wait out their timeouts.
         process.kill(java, 'SIGSTOP');
