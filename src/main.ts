@@ -15,7 +15,7 @@ import { settlesWithin } from './lib/settles-within';
 
 /** A shutdown that takes longer exits 1 without finishing (a container runtime's own grace is often 30 s). */
 const SHUTDOWN_LIMIT_MS = 30000;
-/** The service's part of it, so the embedded broker's stop (5 s, then SIGKILL) still fits in the limit. */
+/** The service's part of it, so the embedded broker's stop (then SIGKILL) still fits in the limit. */
 const SERVICE_STOP_LIMIT_MS = 15000;
 
 function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
@@ -89,7 +89,9 @@ async function main(): Promise<void> {
       logger.error({ err }, 'the service failed to stop cleanly'),
     );
     if (!stopped) logger.error({ signal }, 'the service did not stop in 15 s (Kafka not answering); stopping the rest');
-    await broker?.stop(stopped ? 20000 : 5000);
+    // The JVM's controlled shutdown gets up to 20 s, less what is left of the limit after a SIGKILL's 5 s.
+    const left = SHUTDOWN_LIMIT_MS - (Date.now() - started) - 5000;
+    await broker?.stop(Math.max(1000, Math.min(20000, left)));
     logger.info({ signal, ms: Date.now() - started }, 'stopped');
     process.exit(stopped ? 0 : 1);
   };
