@@ -61,11 +61,21 @@ export async function waitForKafka<T>(attempt: () => Promise<T>, options: WaitFo
   const started = Date.now();
   let lastError: unknown;
   let lastPrinted = started;
+  // An attempt in flight after the precheck reached a broker: the wait is most often the attempt's own (a group
+  // that keeps a dead member until its session ends, a view catching up), not Kafka's absence. A stalled broker
+  // also takes connections; its attempts fail, and the line shows their error.
+  let answering = false;
   const print = () => {
     lastPrinted = Date.now();
     const seconds = Math.round((lastPrinted - started) / 1000);
+    const at = brokers.join(',');
     const last = lastError === undefined ? '' : `; last error: ${describe(lastError)}`;
-    options.progress(`waiting for Kafka at ${brokers.join(',')} (${seconds} s so far${last})`);
+    options.progress(
+      answering
+        ? `Kafka at ${at} accepts connections; still starting on it (${seconds} s so far: joining consumer groups, ` +
+            `which wait for a member that died to time out, and reading the views${last})`
+        : `waiting for Kafka at ${at} (${seconds} s so far${last})`,
+    );
   };
 
   let end: (err: Error) => void = () => undefined;
@@ -106,10 +116,12 @@ export async function waitForKafka<T>(attempt: () => Promise<T>, options: WaitFo
   const tryOnce = async (failures: number): Promise<{ value: T } | undefined> => {
     const unreachable = options.precheck ? await Promise.race([options.precheck(), ended]) : undefined;
     if (unreachable) return notReady(unreachable, failures);
+    answering = options.precheck !== undefined;
     const run = attempt();
     try {
       return { value: await Promise.race([run, ended]) };
     } catch (err) {
+      answering = false;
       if (err instanceof KafkaStartupTimeoutError || err instanceof StartupAbortedError) {
         run.then(
           (value) =>

@@ -163,6 +163,28 @@ describe('what start-up retries', () => {
     expect(lines[0]).toMatch(`last error: connect ECONNREFUSED 127.0.0.1:${port}`);
   });
 
+  test('while an attempt runs on a broker that takes connections, the progress says so, not that Kafka is awaited', async () => {
+    // A restart after a SIGKILL: the group keeps the dead member until its session ends, so the first attempt
+    // (joining) takes about 10 s on a broker that is up; "waiting for Kafka" would send an operator the wrong way.
+    const lines: string[] = [];
+    let release: (v: string) => void = () => undefined;
+    const waiting = waitForKafka(() => new Promise<string>((r) => (release = r)), {
+      ...fast,
+      timeoutMs: 30000,
+      signal: new AbortController().signal,
+      progress: (l) => {
+        lines.push(l);
+        release('up');
+      },
+      precheck: async () => undefined,
+    });
+    expect(await waiting).toBe('up');
+    expect(lines[0]).toMatch(
+      /^Kafka at 127\.0\.0\.1:1 accepts connections; still starting on it \(\d+ s so far: joining consumer groups/,
+    );
+    expect(lines[0]).not.toMatch(/waiting for Kafka/);
+  });
+
   test('another error ends the wait at once, after one attempt', async () => {
     let attempts = 0;
     const bug = new TypeError('a bug');
