@@ -1,3 +1,4 @@
+import type { Deadline } from '../lib/deadline';
 import type { TraceContext } from '../tracing/trace-context';
 import type { KeyedCreation } from './types';
 
@@ -9,4 +10,6 @@ import type { KeyedCreation } from './types';
 export interface WriteContext {
   trace?: TraceContext;
   idempotency?: KeyedCreation;
+  /** the request's deadline when it began before the write (a wait for earlier writes of the same resource) */
+  deadline?: Deadline;
 }

@@ -15,6 +15,23 @@ export class KeyedSerial {
     return ran;
   }
 
+  /**
+   * Runs `step` after every step given before it on any of `keys`, and before any given after it on one of them.
+   * Each call takes its place on all its keys at once, so a call waits only on earlier ones: no two can wait on
+   * each other.
+   */
+  runOver<T>(keys: readonly string[], step: () => Promise<T>): Promise<T> {
+    const own = [...new Set(keys)];
+    const before = own.map((k) => this.tails.get(k)).filter((t) => t !== undefined);
+    const ran = Promise.all(before).then(step);
+    const tail = ran.catch(() => undefined);
+    for (const k of own) this.tails.set(k, tail);
+    void tail.then(() => {
+      for (const k of own) if (this.tails.get(k) === tail) this.tails.delete(k);
+    });
+    return ran;
+  }
+
   /** keys with a step under way or waiting */
   get busy(): number {
     return this.tails.size;

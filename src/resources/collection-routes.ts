@@ -127,28 +127,38 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     return reply.code(201).send(body);
   });
 
+  // Planned and written under store.changing over every order it names: the states its patches merge into are
+  // still the current ones when its write lands.
   app.patch(path, bodyRoute(schemas.updateMany), async (request) => {
-    evaluatePreconditions(request);
-    const atomic = atomicRequested(request);
-    const planned: Planned[] = [];
-    const failures: ProblemDetail[] = [];
-    // One element per resource: two would leave the answer listing a state that was overwritten in the same write.
-    const first = new Map<string, number>();
-    bulkElements(request.body, decl.name).forEach((element, index) => {
-      const outcome = planUpdate(element, index, ownBases(request, deps.publicUrl));
-      const id = 'failure' in outcome ? undefined : outcome.write.id;
-      const earlier = id === undefined ? undefined : first.get(id);
-      if ('failure' in outcome) failures.push(outcome.failure);
-      else if (earlier !== undefined) {
-        const detail = `Element ${index} names the same ${decl.name} as element ${earlier}; send one per ${decl.name}.`;
-        const again = invalidField('/_links/self/href', `names the ${decl.name} element ${earlier} names`);
-        failures.push(elementProblem(decl.collection, index, 400, detail, [again]));
-      } else {
-        if (id !== undefined) first.set(id, index);
-        planned.push(outcome);
-      }
+    const bases = ownBases(request, deps.publicUrl);
+    const elements = bulkElements(request.body, decl.name);
+    const named = elements.flatMap((element, index) => {
+      const target = isObject(element) ? selfTarget(element._links, index, bases) : undefined;
+      return target && 'id' in target ? [{ collection: decl.collection, id: target.id }] : [];
     });
-    return commit(atomic, planned, failures, { trace: request.trace }, selectionOf(request));
+    return store.changing(named, async (deadline) => {
+      evaluatePreconditions(request);
+      const atomic = atomicRequested(request);
+      const planned: Planned[] = [];
+      const failures: ProblemDetail[] = [];
+      // One element per resource: two would leave the answer listing a state that was overwritten in the same write.
+      const first = new Map<string, number>();
+      elements.forEach((element, index) => {
+        const outcome = planUpdate(element, index, bases);
+        const id = 'failure' in outcome ? undefined : outcome.write.id;
+        const earlier = id === undefined ? undefined : first.get(id);
+        if ('failure' in outcome) failures.push(outcome.failure);
+        else if (earlier !== undefined) {
+          const detail = `Element ${index} names the same ${decl.name} as element ${earlier}; send one per ${decl.name}.`;
+          const again = invalidField('/_links/self/href', `names the ${decl.name} element ${earlier} names`);
+          failures.push(elementProblem(decl.collection, index, 400, detail, [again]));
+        } else {
+          if (id !== undefined) first.set(id, index);
+          planned.push(outcome);
+        }
+      });
+      return commit(atomic, planned, failures, { trace: request.trace, deadline }, selectionOf(request));
+    });
   });
 
   /**

@@ -44,44 +44,50 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
     linkedOf.set(request, linked);
   };
   const replaceOptions = { schema: schemas.replace, preValidation: fromRepresentation, ...REPORTS_BODY_ERRORS };
-  app.put<IdParams>(path, replaceOptions, async (request) => {
-    const existing = findOr404(store, resource, request.params.id);
-    evaluatePreconditions(request);
-    const prepared = judgeInput(resource, request.body, bodyErrors(request), store, existing.data);
-    if (!prepared.ok)
-      throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, {
-        errors: pointedAsSent(decl, prepared.errors, linkedOf.get(request) ?? []),
-      });
-    const [saved] = await store.write(
-      [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
-      { trace: request.trace },
-    );
-    return representation(saved ?? existing, registry, store);
-  });
+  app.put<IdParams>(path, replaceOptions, async (request) =>
+    store.changing([{ collection: decl.collection, id: request.params.id }], async (deadline) => {
+      const existing = findOr404(store, resource, request.params.id);
+      evaluatePreconditions(request);
+      const prepared = judgeInput(resource, request.body, bodyErrors(request), store, existing.data);
+      if (!prepared.ok)
+        throw new ProblemError('validation-failed', `The body is not a full, valid ${decl.name}.`, {
+          errors: pointedAsSent(decl, prepared.errors, linkedOf.get(request) ?? []),
+        });
+      const [saved] = await store.write(
+        [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
+        { trace: request.trace, deadline },
+      );
+      return representation(saved ?? existing, registry, store);
+    }),
+  );
 
   // What a merge patch may hold is judged on the merged result, which the handler validates (and explains).
-  app.patch<IdParams>(path, { schema: schemas.patch, ...REPORTS_BODY_ERRORS }, async (request) => {
-    const existing = findOr404(store, resource, request.params.id);
-    evaluatePreconditions(request);
-    const patch = requireObjectBody(request.body);
-    const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
-    if (!prepared.ok)
-      throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, {
-        errors: prepared.errors,
-      });
-    const [saved] = await store.write(
-      [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
-      { trace: request.trace },
-    );
-    return representation(saved ?? existing, registry, store);
-  });
+  // Every change reads and writes under store.changing: what it read still holds when its write lands.
+  app.patch<IdParams>(path, { schema: schemas.patch, ...REPORTS_BODY_ERRORS }, async (request) =>
+    store.changing([{ collection: decl.collection, id: request.params.id }], async (deadline) => {
+      const existing = findOr404(store, resource, request.params.id);
+      evaluatePreconditions(request);
+      const patch = requireObjectBody(request.body);
+      const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
+      if (!prepared.ok)
+        throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, {
+          errors: prepared.errors,
+        });
+      const [saved] = await store.write(
+        [{ op: 'replace', collection: decl.collection, name: decl.name, id: existing.id, data: prepared.data }],
+        { trace: request.trace, deadline },
+      );
+      return representation(saved ?? existing, registry, store);
+    }),
+  );
 
-  app.delete<IdParams>(path, { schema: schemas.remove }, async (request, reply) => {
-    const existing = findOr404(store, resource, request.params.id);
-    evaluatePreconditions(request);
-    await store.write([{ op: 'delete', collection: decl.collection, name: decl.name, id: existing.id }], {
-      trace: request.trace,
-    });
-    return reply.code(204).send();
-  });
+  app.delete<IdParams>(path, { schema: schemas.remove }, async (request, reply) =>
+    store.changing([{ collection: decl.collection, id: request.params.id }], async (deadline) => {
+      const existing = findOr404(store, resource, request.params.id);
+      evaluatePreconditions(request);
+      const remove = { op: 'delete' as const, collection: decl.collection, name: decl.name, id: existing.id };
+      await store.write([remove], { trace: request.trace, deadline });
+      return reply.code(204).send();
+    }),
+  );
 }

@@ -3,7 +3,9 @@ import { cloudEventRecord } from '../events/cloud-event';
 import type { OutgoingRecord, Publisher, StateView, ViewSource, ViewSpec } from '../kafka/types';
 import type { WriteContext } from '../kafka/write-context';
 import { writeThenRead } from '../kafka/read-your-writes';
+import { Deadline } from '../lib/deadline';
 import { isoNow } from '../lib/iso-now';
+import { KeyedSerial } from '../lib/keyed-serial';
 
 export interface StoredResource {
   collection: string;
@@ -35,6 +37,8 @@ const keyOf = (collection: string, id: string) => `${collection}/${id}`;
  * events, and returns after this process's view has applied it.
  */
 export class ResourceStore {
+  private readonly changes = new KeyedSerial();
+
   constructor(private readonly deps: ResourceStoreDeps) {}
 
   /** The store on this process's view of the resources topic. */
@@ -57,6 +61,25 @@ export class ResourceStore {
     let n = 0;
     for (const r of this.deps.view.values()) if (r.collection === collection) n += 1;
     return n;
+  }
+
+  /**
+   * Runs a read-then-write of these resources alone among this process's changes of any of them: what `change`
+   * read (that a resource exists, its preconditions, the state a merge patch applies to) still holds when its write
+   * lands. Without it, two PATCHes of different fields each wrote the state they read, one undoing the other, and a
+   * PATCH that read a resource before a DELETE's 204 brought it back. The deadline starts here, so a change that
+   * waited behind others still answers within KAFKA_TIMEOUT_MS: each one before it ends within its own, which
+   * started earlier. Pass it to `write`.
+   */
+  changing<T>(
+    resources: readonly { collection: string; id: string }[],
+    change: (deadline: Deadline) => Promise<T>,
+  ): Promise<T> {
+    const deadline = new Deadline(this.deps.timeoutMs);
+    return this.changes.runOver(
+      resources.map((r) => keyOf(r.collection, r.id)),
+      () => change(deadline),
+    );
   }
 
   /** `on.trace`: the request's span, which the domain events name; `on.idempotency`: its keyed creation. */
@@ -92,7 +115,7 @@ export class ResourceStore {
         }),
       );
     }
-    await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) =>
+    await writeThenRead(this.deps.view, on.deadline?.remaining() ?? this.deps.timeoutMs, (timeoutMs) =>
       this.deps.publisher.publish(records, { timeoutMs, idempotency: on.idempotency }),
     );
     return results;

@@ -24,6 +24,34 @@ describe('resources stored in Kafka', () => {
     }
   });
 
+  test('overlapping writes of one order on Kafka: every PATCH stays, and a DELETE answered 204 stays done', async () => {
+    const api = await startTestService(prefix, { role: 'api' });
+    const url = api.url as string;
+    try {
+      for (let round = 0; round < 5; round++) {
+        const created = await http(url, '/orders', { body: { orderNumber: 1, itemCount: 1, status: 'init' } });
+        const href = created.headers.get('location') as string;
+        const patches = [{ status: `s${round}` }, { itemCount: 70 + round }, { orderNumber: 500 + round }];
+        const answers = await Promise.all(patches.map((body) => http(url, href, { method: 'PATCH', body })));
+        expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+        expect((await http(url, href)).body).toMatchObject({
+          status: `s${round}`,
+          itemCount: 70 + round,
+          orderNumber: 500 + round,
+        });
+
+        const deleted = http(url, href, { method: 'DELETE' });
+        const late = [1, 2, 3].map(() => http(url, href, { method: 'PATCH', body: { status: 'late' } }));
+        expect((await deleted).status).toBe(204);
+        // One that reached the api before the DELETE is applied before it (200); none brings the order back.
+        for (const answer of await Promise.all(late)) expect([200, 404]).toContain(answer.status);
+        expect((await http(url, href)).status).toBe(404);
+      }
+    } finally {
+      await api.stop();
+    }
+  }, 90000);
+
   test('two api processes on one Kafka converge: a write through one is readable through the other', async () => {
     const a = await startTestService(prefix, { role: 'api' });
     const b = await startTestService(prefix, { role: 'api' });

@@ -28,7 +28,7 @@ function gate(started: string[], name: string) {
   return { step: () => (started.push(name), done.then(() => name)), release };
 }
 
-describe('KeyedSerial (the bridge admits by partition, the runner runs by task)', () => {
+describe('KeyedSerial (the bridge admits by partition, the runner runs by task, the resource store changes by resource)', () => {
   test('a key runs its steps one after another, in the order given', async () => {
     const admission = new KeyedSerial();
     const started: string[] = [];
@@ -57,6 +57,33 @@ describe('KeyedSerial (the bridge admits by partition, the runner runs by task)'
     slow.release();
     await new Promise((r) => setImmediate(r));
     expect(admission.busy).toBe(0);
+  });
+
+  test('runOver: a step over several keys comes after every earlier step on any of them, before later ones', async () => {
+    const changes = new KeyedSerial();
+    const started: string[] = [];
+    const a = gate(started, 'a');
+    const b = gate(started, 'b');
+    const ab = gate(started, 'ab');
+    const after = gate(started, 'a again');
+    const ran = [changes.run('a', a.step), changes.run('b', b.step)];
+    ran.push(changes.runOver(['a', 'b', 'a'], ab.step), changes.runOver(['a'], after.step));
+    const unrelated = changes.runOver(['c'], async () => 'c');
+    await expect(unrelated).resolves.toBe('c');
+    expect(started).toEqual(['a', 'b']);
+    a.release();
+    await ran[0];
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['a', 'b']);
+    b.release();
+    await ran[1];
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['a', 'b', 'ab']);
+    ab.release();
+    after.release();
+    await expect(Promise.all(ran)).resolves.toEqual(['a', 'b', 'ab', 'a again']);
+    expect(started).toEqual(['a', 'b', 'ab', 'a again']);
+    expect(changes.busy).toBe(0);
   });
 });
 
