@@ -7,7 +7,8 @@ import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
 import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { pageLinks, type PageQuery } from '../http/paging';
-import { problem } from '../problems/problem-detail';
+import { invalidField, problem } from '../problems/problem-detail';
+import { pointerToken } from '../lib/ill-formed-text';
 import { ProblemError } from '../problems/problem-error';
 import type { TaskSubscriber } from '../tasks/task-routes';
 import { taskRepresentation } from '../tasks/task-representation';
@@ -208,19 +209,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     evaluatePreconditions(request);
     // The schema allows any object (or none), so what it finds is a body that is no JSON object: the usual 400.
     bodyErrors(request);
-    if (request.body !== undefined && request.body !== null) {
-      const body = request.body as Record<string, unknown>;
-      if (body.UUID !== undefined && body.UUID !== s.id) {
-        throw new ProblemError('uuid-mismatch', 'The body names another subscription than the path.', {
-          errors: [
-            problem('invalid-field', '/UUID does not match the subscription in the path', {
-              instance: '/UUID',
-              status: 403,
-            }),
-          ],
-        });
-      }
-    }
+    if (request.body !== undefined && request.body !== null) cancelBodyRefusal(request.body as object, s.id);
     await store.cancel(s, 'requested');
     return reply
       .code(202)
@@ -231,4 +220,34 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         ),
       );
   });
+}
+
+/**
+ * A cancel's body names the subscription (`UUID`, compared as UUIDs are, without case) and may say
+ * `"status": "cancelled"`; nothing else. A client that PUTs back a changed representation means an update, which
+ * this PUT is not: cancelling instead would lose its subscription (README "Callbacks").
+ */
+function cancelBodyRefusal(body: object, id: string): void {
+  const { UUID, status, ...rest } = body as Record<string, unknown>;
+  const unknown = Object.keys(rest).map((k) =>
+    invalidField(`/${pointerToken(k)}`, 'is not part of a cancel, whose body is optional: {"UUID": "<this one>"}'),
+  );
+  if (status !== undefined && status !== 'cancelled') {
+    unknown.push(invalidField('/status', 'must be "cancelled" when given: a PUT here only cancels'));
+  }
+  if (unknown.length > 0) {
+    throw new ProblemError('validation-failed', 'A cancel names the subscription and nothing else.', {
+      errors: unknown,
+    });
+  }
+  if (UUID !== undefined && (typeof UUID !== 'string' || UUID.toLowerCase() !== id.toLowerCase())) {
+    throw new ProblemError('uuid-mismatch', 'The body names another subscription than the path.', {
+      errors: [
+        problem('invalid-field', '/UUID does not match the subscription in the path', {
+          instance: '/UUID',
+          status: 403,
+        }),
+      ],
+    });
+  }
 }

@@ -175,7 +175,7 @@ export function subscriptionRouteSchemas(eventKinds: string[]) {
       operationId: 'cancelSubscription',
       description:
         'Spec: cancelling is a PUT on the subscription. Repeatable. The body is optional; a UUID in it must ' +
-        "be the path's.",
+        'be the path\'s (403 otherwise), a status in it "cancelled"; any other member is a 400.',
       params: ID_PARAMS,
       body: {
         description: 'Optional.',

@@ -254,4 +254,28 @@ describe('reading and cancelling', () => {
     const same = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body: { UUID } });
     expect(same.status).toBe(202);
   });
+
+  test('a cancel whose body holds anything but UUID (and status "cancelled") is 400 and cancels nothing', async () => {
+    // A client PUTting back a changed representation to update it must not lose its subscription instead.
+    const { UUID } = await subscribe();
+    const bodies = [
+      { status: 'active', mode: 'once', callbackUrl: 'https://8.8.8.8/new' },
+      { foo: 1 },
+      { UUID, _links: { self: { href: '/subscriptions/other' } } },
+      { status: 'paused' },
+    ];
+    for (const body of bodies) {
+      const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('validation-failed'));
+      const named = Object.keys(body).filter((k) => k !== 'UUID' && !(k === 'status' && body.status === 'cancelled'));
+      expect(res.body.errors.map((e: { instance: string }) => e.instance).sort()).toEqual(
+        named.map((k) => `/${k}`).sort(),
+      );
+    }
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
+    for (const body of [{ UUID: UUID.toUpperCase() }, { status: 'cancelled' }, { UUID, status: 'cancelled' }]) {
+      expect((await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body })).status).toBe(202);
+    }
+  });
 });
