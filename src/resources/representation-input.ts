@@ -19,8 +19,8 @@ function linkPath(value: unknown, bases: readonly string[]): string | undefined 
  * read-modify-write): its `_links` then give the relations (`_links.author.href` for `author`), and what only the
  * server sets (`createdAt`, `updatedAt`, `_embedded`) is dropped. An `id` or a `_links.self` naming another
  * resource than the path is an error, never ignored: the client meant another resource. So is a relation link that
- * is not a link of ours: dropping it would remove the relation. A body with neither `_links` nor `id` is left as it
- * is, for the schema to judge. `bases`: where an absolute href of ours may start (own-href.ts).
+ * is not a link of ours: dropping it would remove the relation. A body with none of `_links`, `id` and the server's
+ * fields is left as it is, for the schema to judge. `bases`: where an absolute href of ours may start (own-href.ts).
  */
 export function inputFromRepresentation(
   decl: ResourceDeclaration,
@@ -28,7 +28,10 @@ export function inputFromRepresentation(
   id: string,
   bases: readonly string[],
 ): { body: unknown; errors: ProblemDetail[]; linked: string[] } {
-  if (!isObject(body) || !(Object.hasOwn(body, '_links') || Object.hasOwn(body, 'id'))) {
+  // A representation cut down by `fields` may have lost `_links` and `id` and kept a server field.
+  const has = (k: string) => Object.hasOwn(body as object, k);
+  const serverField = (k: string) => has(k) && !Object.hasOwn(decl.properties, k);
+  if (!isObject(body) || !(has('_links') || has('id') || SERVER_FIELDS.some(serverField))) {
     return { body, errors: [], linked: [] };
   }
   const errors: ProblemDetail[] = [];

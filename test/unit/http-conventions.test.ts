@@ -521,6 +521,17 @@ describe('methods', () => {
     expect([moved.status, moved.body._links.author]).toEqual([200, { href: '/users/u-grace' }]);
   });
 
+  test('PUT of a representation cut down by fields (no _links, no id): its server fields are ignored too', async () => {
+    const id = await createOrder();
+    const fields = 'orderNumber,itemCount,status,author,items,createdAt,updatedAt';
+    const got = (await call(api.app, `/orders/${id}?fields=${fields}&embedded=author`)).body;
+    expect(got).toHaveProperty('createdAt');
+    expect(got).not.toHaveProperty('_links');
+    const res = await call(api.app, `/orders/${id}`, { method: 'PUT', body: { ...got, status: 'packed' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id, status: 'packed', createdAt: got.createdAt });
+  });
+
   test('PUT of a representation naming another resource is 400 and changes nothing', async () => {
     const id = await createOrder();
     const other = await createOrder({ ...newOrder, orderNumber: 71 });
