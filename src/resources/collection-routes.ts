@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
-import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody } from '../http/bulk';
+import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody, listedFailures } from '../http/bulk';
 import { halResource, link, type HalResource } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import { evaluatePreconditions } from '../http/preconditions';
@@ -109,7 +109,8 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       planned.push({ index, write });
     });
     const body = await idempotently<HalResource>(request, reply, keys, {
-      describe: () => (failures.length > 0 ? { status: 400, ids, errors: failures } : { status: 201, ids }),
+      describe: () =>
+        failures.length > 0 ? { status: 400, ids, errors: listedFailures(failures) } : { status: 201, ids },
       replay: (answer) => {
         const saved = bulkBody(
           resource,

@@ -1,3 +1,4 @@
+import { MAX_FIELD_ERRORS } from '../../src/problems/problem-detail';
 import { problemType } from '../../src/problems/problem-types';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
 
@@ -68,6 +69,21 @@ describe('bulk create', () => {
     });
     expect(partly.status).toBe(400);
     expect(partly.body.processed).toEqual({ _links: ok.body._links, count: 1 });
+  });
+});
+
+describe('bulk failure size', () => {
+  test("three hundred bad elements: every element listed, their field errors capped in all as one body's are", async () => {
+    const bad = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`k${i}`, 0]));
+    const body = { order: Array.from({ length: 300 }, () => bad) };
+    const res = await call(api.app, '/orders', { body });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toHaveLength(300);
+    const nested = res.body.errors.reduce((n: number, e: { errors?: unknown[] }) => n + (e.errors?.length ?? 0), 0);
+    expect(nested).toBeLessThanOrEqual(MAX_FIELD_ERRORS);
+    expect(res.body.errors[299]).toMatchObject({ instance: '/orders/299', status: 400 });
+    expect(res.body.errors[299].detail).toMatch(/field error\(s\) are not listed/);
+    expect(res.text.length).toBeLessThan(200_000);
   });
 });
 
