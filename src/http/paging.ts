@@ -37,6 +37,7 @@ export function pageLinks(path: string, offset: number, limit: number, total: nu
   const at = (o: number) => pageLink(href(o));
   const links: Links = { self: link(href(offset)) };
   if (offset + limit < total) links.next = at(offset + limit);
-  if (offset > 0) links.prev = at(Math.max(0, offset - limit));
+  // Past the end, the last page that has items: one step back would be another empty page.
+  if (offset > 0) links.prev = at(Math.max(0, Math.min(offset - limit, total - limit)));
   return links;
 }
