@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../problems/problem-error';
 import { ACCEPT_PATCH } from './content-negotiation';
+import { addRequestStep } from './convention-hooks';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -52,7 +53,19 @@ export const methodsPlugin = fp(
     // For the server's CONNECT answer, which Fastify never sees (connect-method.ts).
     app.decorate('allowedMethods', allowed);
 
+    // RFC 9112 §3.2.4: the asterisk-form target names the server as a whole, for OPTIONS only (RFC 9110 §9.3.7).
+    // The router would take "*" for the root and answer GET * with the root document.
+    addRequestStep(app, (request) => {
+      if (request.raw.url === '*' && request.method !== 'OPTIONS') {
+        throw new ProblemError('bad-request', 'The request target * is only for OPTIONS; name a resource.');
+      }
+    });
+
     app.setNotFoundHandler(async (request, reply) => {
+      if (request.raw.url === '*' && request.method === 'OPTIONS') {
+        const every = new Set(['OPTIONS', ...[...paths.values()].flatMap((p) => [...p.methods])]);
+        return reply.code(204).header('allow', [...every].sort().join(', ')).send();
+      }
       const path = request.url.split('?')[0];
       const allow = allowed(path);
       // A method the path takes, routed here anyway: what it names is not there (a docs file that does not exist).

@@ -283,6 +283,20 @@ describe('raw HTTP the framework would answer with an empty body', () => {
     expect(await raw('GET / HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
   });
 
+  test('the asterisk-form target (*) is for OPTIONS only: OPTIONS * is 204 with Allow, GET * a 400 Problem', async () => {
+    // RFC 9112 §3.2.4: "*" names the server as a whole, and only OPTIONS may use it (RFC 9110 §9.3.7).
+    const options = await raw('OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(options).toMatch(/^HTTP\/1\.1 204 /);
+    expect(/\r\nallow: ([^\r]+)/i.exec(options)?.[1].split(', ')).toEqual(
+      expect.arrayContaining(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']),
+    );
+    for (const method of ['GET', 'HEAD', 'POST', 'DELETE']) {
+      const answer = await raw(`${method} * HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      if (method !== 'HEAD') expect(answer).toContain(problemType('bad-request'));
+    }
+  });
+
   test("a path out of the docs page's files is a 404 Problem, not a 403 typed as a 400", async () => {
     const answer = await raw('GET /docs/static/../../package.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 404 /);
