@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 
 /**
  * The one place that reads the environment. Every setting is validated here,
@@ -296,6 +296,12 @@ function parseHost(r: Reader): string {
   return host;
 }
 
+/** XDG Base Directory: a relative or empty XDG_CACHE_HOME is invalid and ignored (else ~/.cache). */
+function xdgCacheHome(env: Env): string {
+  const xdg = env.XDG_CACHE_HOME;
+  return xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.cache');
+}
+
 /** Reads and validates the configuration; throws ConfigError listing every bad setting at once. */
 export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
   const r = new Reader(env);
@@ -311,7 +317,7 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     apiKeys: parseApiKeys(r),
     role: r.oneOf<Role>('ROLE', 'all', ROLES, roleOverride),
     logLevel: r.oneOf<LogLevel>('LOG_LEVEL', 'info', LOG_LEVELS),
-    cacheDir: r.string('HOOKSTREAM_CACHE_DIR', join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hookstream')),
+    cacheDir: r.string('HOOKSTREAM_CACHE_DIR', join(xdgCacheHome(env), 'hookstream')),
     kafkaTimeoutMs,
     kafkaStartupTimeoutMs: r.int('KAFKA_STARTUP_TIMEOUT_MS', 120000, 1000, 86400000),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 1048576, 1024, 104857600),

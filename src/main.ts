@@ -2,6 +2,7 @@ import { ConfigError, loadConfig, type Config } from './config';
 import { LocalBrokerUnavailableError } from './embedded-kafka/local-broker-jars';
 import { startLocalBroker, type LocalBroker } from './embedded-kafka/local-broker';
 import { KAFKA_VERSION } from './embedded-kafka/kafka-version';
+import { prepareCacheDir } from './embedded-kafka/cache-dir';
 import { createLogger } from './logger';
 import { CONSUMER_ROLES } from '../consumers/roles';
 import { exampleResources, exampleTaskTypes } from './examples';
@@ -116,6 +117,8 @@ async function main(): Promise<void> {
     await patiently(brokers, () => createTopics(config, brokers));
     process.exit(0);
   }
+  // A cache folder that cannot be used is a bad setting, told before anything is started.
+  if (!config.kafkaBrokers) prepareCacheDir(config.cacheDir);
   // Before the broker and the replay: a taken port used to be found only when the server listened, 30 s later. Held
   // until the service listens, answering /health/live, so a liveness probe sees a process that is up while it waits.
   starting = config.port === 0 ? undefined : await listenWhileStarting(config.host, config.port);

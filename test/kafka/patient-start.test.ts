@@ -408,6 +408,25 @@ describe('a patient start', () => {
     }
   }, 70000);
 
+  test('a cache folder that cannot be used (a file) exits 1 at once, naming HOOKSTREAM_CACHE_DIR, no stack', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookstream-cachefile-'));
+    const file = join(dir, 'not-a-folder');
+    writeFileSync(file, '');
+    try {
+      const env = { ...roleEnv(''), KAFKA_BROKERS: '', HOOKSTREAM_CACHE_DIR: file };
+      const app = run([], env);
+      try {
+        expect(await app.exitWithin(10000)).toBe(1);
+        expect(app.output()).toContain(`HOOKSTREAM_CACHE_DIR=${JSON.stringify(file)} must be a folder`);
+        expect(app.output()).not.toMatch(/failed to start|\n\s+at /);
+      } finally {
+        app.child.kill('SIGKILL');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30000);
+
   test('an error that is not about Kafka (PORT taken) exits 1 at once, naming it, before any wait for Kafka', async () => {
     const busy: Server = createServer();
     await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));

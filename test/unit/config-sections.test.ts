@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError, DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
+import { prepareCacheDir } from '../../src/embedded-kafka/cache-dir';
 
 /** The problems loadConfig reports for an environment, or [] when it is accepted. */
 function problemsOf(env: Record<string, string>): string[] {
@@ -115,5 +119,33 @@ describe('callback backoff and names of levels', () => {
     expect(problemsOf({ LOG_LEVEL: 'LOUD' })).toEqual([
       'LOG_LEVEL="LOUD" must be one of fatal, error, warn, info, debug, trace, silent',
     ]);
+  });
+});
+
+describe('the cache folder (HOOKSTREAM_CACHE_DIR, XDG_CACHE_HOME)', () => {
+  test('a folder that cannot be made or written is a configuration error naming the variable', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookstream-cache-'));
+    try {
+      const file = join(dir, 'a-file');
+      writeFileSync(file, '');
+      for (const bad of [file, join(file, 'below'), '/proc/hookstream-nope/x']) {
+        expect(() => prepareCacheDir(bad)).toThrow(ConfigError);
+        expect(() => prepareCacheDir(bad)).toThrow(`HOOKSTREAM_CACHE_DIR=${JSON.stringify(bad)} must be a folder`);
+      }
+      const fresh = join(dir, 'one', 'two');
+      prepareCacheDir(fresh);
+      expect(statSync(fresh).isDirectory()).toBe(true);
+      prepareCacheDir(fresh);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('XDG_CACHE_HOME counts only when absolute (XDG Base Directory): empty or relative is ~/.cache', () => {
+    const home = join(homedir(), '.cache', 'hookstream');
+    expect(loadConfig({ XDG_CACHE_HOME: '' }).cacheDir).toBe(home);
+    expect(loadConfig({ XDG_CACHE_HOME: 'rel/cache' }).cacheDir).toBe(home);
+    expect(loadConfig({ XDG_CACHE_HOME: '/var/cache/me' }).cacheDir).toBe('/var/cache/me/hookstream');
+    expect(loadConfig({ XDG_CACHE_HOME: '/var/cache/me', HOOKSTREAM_CACHE_DIR: '/srv/hs' }).cacheDir).toBe('/srv/hs');
   });
 });

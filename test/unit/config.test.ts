@@ -87,4 +87,10 @@ describe('configuration', () => {
     const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
     expect(readme).toMatch(/^\| `CALLBACK_LANE_BUFFER` \|.*\| `100` \|$/m);
   });
+
+  test('every variable the configuration reads is named in README', () => {
+    const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
+    const unnamed = CONFIG_VARIABLES.filter((v) => !new RegExp(`\`${v}[\`=]`).test(readme));
+    expect(unnamed).toEqual([]);
+  });
 });
