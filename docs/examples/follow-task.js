@@ -16,7 +16,8 @@ async function main() {
   const finished = new Promise((resolve) => {
     done = resolve;
   });
-  // Nothing committed: its throwaway group has no offsets, so the broker forgets it once it leaves.
+  // Nothing committed: an empty group with no offsets is dropped at the broker's next clean-up
+  // (offsets.retention.check.interval.ms, 10 min), not kept for the 7 days of committed offsets.
   await consumer.run({
     autoCommit: false,
     eachMessage: async ({ partition: p, message }) => {
