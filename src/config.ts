@@ -124,7 +124,7 @@ export interface Config {
   http: HttpLimits;
   /** finished tasks are forgotten (tombstoned) this long after they finished */
   taskRetentionMs: number;
-  /** base of the links in callback bodies (unset: relative) and of absolute hrefs naming ours (unset: the listen address) */
+  /** base of callback bodies' links (unset: relative) and of absolute hrefs naming ours (unset: the listen address) */
   publicUrl: string | undefined;
   /** a task's event stream (SSE) sends a comment at least this often while waiting */
   eventsHeartbeatMs: number;
