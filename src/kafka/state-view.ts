@@ -119,9 +119,14 @@ export class KafkaStateView<T> implements StateView<T> {
 
   applyWritten(records: WrittenRecord[]): boolean {
     // A reading that has not passed a write of this process's for this long is stuck or far behind: what the view
-    // shows of other writers is stale, so the writer waits to read its write back (and answers 503 if it cannot).
+    // shows of other writers is stale, so a write that changes a key it shows waits to read itself back (and answers
+    // 503 if it cannot). A write that only creates keys (a task accepted, a subscription made) is shown at once: no
+    // state of them is there to be stale, and the write is committed. A runner killed mid-transaction holds the
+    // reading for seconds; a 503 for every task accepted meanwhile would hide tasks that were made.
     const oldest = this.ahead.values().next().value;
-    if (oldest !== undefined && Date.now() - oldest.at > AHEAD_LIMIT_MS) return false;
+    if (oldest !== undefined && Date.now() - oldest.at > AHEAD_LIMIT_MS && records.some((r) => this.shows(r))) {
+      return false;
+    }
     for (const r of records) {
       if (r.topic !== this.topic) continue;
       const offset = BigInt(r.offset);
@@ -134,6 +139,11 @@ export class KafkaStateView<T> implements StateView<T> {
       this.apply(r.key, r.value);
     }
     return true;
+  }
+
+  /** Whether the view holds state of the written record's key (read, or applied ahead). */
+  private shows(r: WrittenRecord): boolean {
+    return r.topic === this.topic && r.key !== null && (this.state.has(r.key) || this.ahead.has(r.key));
   }
 
   /** true when the fetched record is the key's record applied ahead, or older than it: not applied again */

@@ -1,0 +1,56 @@
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import type { RunningService } from '../../src/service';
+import { http } from '../support/http';
+import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
+
+/*
+ * A runner killed mid-transaction leaves it open until its partition's next owner fences it, about 10 s later. Every
+ * read_committed reader of that partition, the api's tasks view included, stops there meanwhile. Tasks accepted then
+ * are committed all the same, so they must answer 202 (and be readable at once), not a 503 that hides them. Here a
+ * transactional producer holds such a transaction open over every partition of the tasks topic, as the dead runner.
+ */
+describe('writes while another writer holds a transaction open', () => {
+  const prefix = uniquePrefix('open-txn');
+  let api: RunningService;
+  let zombie: Producer | undefined;
+
+  beforeAll(async () => {
+    api = await startTestService(prefix, { role: 'api', env: { KAFKA_TIMEOUT_MS: '2000' } });
+  }, 180000);
+
+  afterAll(async () => {
+    await zombie?.disconnect().catch(() => undefined);
+    await api?.stop();
+  }, 60000);
+
+  test('POST /tasks answers 202 and GET finds each task, for longer than the view may trail its writes', async () => {
+    const kafka = new Kafka({ brokers: testBrokers(), clientId: `${prefix}zombie`, logLevel: logLevel.NOTHING });
+    zombie = kafka.producer({ transactionalId: `${prefix}zombie`, maxInFlightRequests: 1, idempotent: true });
+    await zombie.connect();
+    const txn = await zombie.transaction();
+    const topic = api.kafka.topics.tasks;
+    const partitions = (await kafka.admin().fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
+    // Unkeyed-looking keys no view cares about; the records stay uncommitted for the whole test.
+    await txn.send({
+      topic,
+      messages: partitions.map((p) => ({ partition: p.partitionId, key: `zombie-${p.partitionId}`, value: null })),
+    });
+
+    // The view stops trailing quietly after 5 s (AHEAD_LIMIT_MS); ask for 8 s.
+    const answers: { status: number; taskId?: string }[] = [];
+    const until = Date.now() + 8000;
+    while (Date.now() < until) {
+      const res = await http(api.url as string, '/tasks', {
+        body: { type: 'countdown', input: { steps: 1, stepMs: 0 } },
+      });
+      answers.push({ status: res.status, taskId: res.body?.taskId });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s !== 202)).toEqual([]);
+    for (const { taskId } of answers) {
+      expect((await http(api.url as string, `/tasks/${taskId}`)).status).toBe(200);
+    }
+    await txn.abort();
+  }, 60000);
+});
