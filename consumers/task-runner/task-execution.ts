@@ -22,6 +22,12 @@ export class TimedOut extends Error {
     this.name = 'TimedOut';
   }
 }
+/** A task past its deadline (timeoutMs from its first start, across runs) fails, saying so. */
+export function timedOutOutcome(ms: number): Outcome {
+  const detail = `The task ran longer than ${ms} ms (from its first start, across runs) and was stopped.`;
+  return { kind: 'task.failed', data: { problem: problem('task-timed-out', detail) } };
+}
+
 /**
  * An event the handler sent (progress, output) is larger than Kafka takes. Running it again would send it again, so
  * the run stops and the task fails, saying why; the events before it stand (nothing of the large one was written).
@@ -203,12 +209,7 @@ export async function execute(
       deps.logger.warn({ taskId: t.taskId, type: t.type, err: reason.tooLarge }, 'task event too large for Kafka');
       return { kind: 'task.failed', data: { problem: tooLargeProblem(reason.tooLarge) } };
     }
-    if (reason instanceof TimedOut) {
-      return {
-        kind: 'task.failed',
-        data: { problem: problem('task-timed-out', `The task ran longer than ${reason.ms} ms and was stopped.`) },
-      };
-    }
+    if (reason instanceof TimedOut) return timedOutOutcome(reason.ms);
     if (signal.aborted) return 'handed-back';
     if (err instanceof TaskProblem)
       return { kind: 'task.failed', data: { problem: problem('task-failed', err.message, err.problem) } };

@@ -31,7 +31,16 @@ import {
 import type { TaskContext } from '../../src/tasks/task-type';
 import { FinalEventWriter, type FinalJob } from './final-event';
 import { PartitionWriters } from './partition-writers';
-import { Cancelled, execute, supersededBy, TaskJournal, TimedOut, type ExecutionDeps } from './task-execution';
+import {
+  Cancelled,
+  execute,
+  supersededBy,
+  TaskJournal,
+  TimedOut,
+  timedOutOutcome,
+  type ExecutionDeps,
+  type Outcome,
+} from './task-execution';
 import { isoNow } from '../../src/lib/iso-now';
 
 export interface TaskRunnerDeps {
@@ -230,18 +239,22 @@ export class TaskRunner {
     const type = this.deps.registry.get(snapshot.type);
     if (!type) throw new Error(`unknown type ${snapshot.type}`);
     if (this.deps.view.get(cancelKey(snapshot.taskId))) return this.cancelUnstarted(job, snapshot);
+    // One deadline per task, from its first start: a run again after a runner died gets what is left of it, so a
+    // task that kills its runners still ends. Runners' clocks are compared here; they are assumed in sync.
+    const timeoutMs = type.timeoutMs ?? this.deps.taskTimeoutMs;
+    const leftMs = snapshot.startedAt ? Date.parse(snapshot.startedAt) + timeoutMs - Date.now() : timeoutMs;
+    if (leftMs <= 0) return this.endUnstarted(job, snapshot, timedOutOutcome(timeoutMs));
     const attempt = snapshot.attempt + 1;
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
-    const started = { status: 'running' as const, attempt, startedAt: isoNow() };
+    const started = { status: 'running' as const, attempt, startedAt: snapshot.startedAt ?? isoNow() };
     // Not awaited: it heads the run's chain of writes, so no later event of the run lands without it.
     journal.enqueue('task.started', started, { attempt, runner: this.deps.runnerId });
     const cancel = new AbortController();
     this.running.set(snapshot.taskId, cancel);
-    const timeoutMs = type.timeoutMs ?? this.deps.taskTimeoutMs;
     const timedOut = new AbortController();
     // A timer cleared when the run ends: AbortSignal.timeout's cannot be, and would hold the run's signals and
     // everything listening to them until TASK_TIMEOUT_MS (an hour by default) after every task.
-    const timer = setTimeout(() => timedOut.abort(new TimedOut(timeoutMs)), timeoutMs);
+    const timer = setTimeout(() => timedOut.abort(new TimedOut(timeoutMs)), leftMs);
     const { signal, unlink } = linkedAbort([job.handBack, cancel.signal, timedOut.signal, journal.interrupted]);
     try {
       const outcome = await execute(type, journal, input, signal, job.exec);
@@ -270,9 +283,14 @@ export class TaskRunner {
    * Cancelled before this run started: the handler never runs (nor gets a signal it might not look at), and no
    * task.started says it did. Its events go on to task.cancelled; attempt and startedAt stay as they were.
    */
-  private async cancelUnstarted(job: Job, snapshot: TaskSnapshot): Promise<Try> {
+  private cancelUnstarted(job: Job, snapshot: TaskSnapshot): Promise<Try> {
+    return this.endUnstarted(job, snapshot, { kind: 'task.cancelled', data: {} });
+  }
+
+  /** The task's final event, written instead of a run (cancelled, or its deadline passed before this run). */
+  private async endUnstarted(job: Job, snapshot: TaskSnapshot, outcome: Outcome): Promise<Try> {
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
-    const finished = await this.finals.finish(job, journal, { kind: 'task.cancelled', data: {} });
+    const finished = await this.finals.finish(job, journal, outcome);
     return job.handBack.aborted ? 'handed-back' : finished;
   }
 

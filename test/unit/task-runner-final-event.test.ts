@@ -6,6 +6,7 @@ import type {
   OutgoingRecord,
   WrittenRecord,
 } from '../../src/kafka/types';
+import { problemType } from '../../src/problems/problem-types';
 import { createLogger } from '../../src/logger';
 import { exampleTaskTypes } from '../../src/examples';
 import { TaskRegistry } from '../../src/tasks/task-registry';
@@ -258,4 +259,70 @@ describe('task runner: a task cancelled before it starts', () => {
     expect(log.view.get('c1')).toMatchObject({ status: 'cancelled', attempt: 0 });
     expect(log.view.get('c1')).not.toHaveProperty('startedAt');
   });
+});
+
+describe('task runner: one deadline per task, counted from its first start', () => {
+  /** A task a runner that died had started `agoMs` ago, as the view shows it to the runner that runs it again. */
+  function startedBefore(log: FakeLog, taskId: string, agoMs: number): void {
+    const at = (ms: number) => new Date(Date.now() - ms).toISOString();
+    log.view.set(taskId, {
+      taskId,
+      tenant: 't',
+      type: 'countdown',
+      status: 'running',
+      topic: topics.taskEvents,
+      partition: 0,
+      offset: 0,
+      attempt: 1,
+      createdAt: at(agoMs + 10),
+      startedAt: at(agoMs),
+      updatedAt: at(agoMs),
+    });
+  }
+  const eventsOf = (log: FakeLog, taskId: string) =>
+    log.records
+      .filter((r) => r.topic === topics.taskEvents && r.key === taskId)
+      .map((r) => JSON.parse(String(r.value)));
+  /** A type whose run ends only when its signal says so: how long it runs is the deadline's business. */
+  const patient = (runs: string[]) =>
+    defineTaskType({
+      name: 'countdown',
+      description: 'waits for its signal',
+      inputSchema: { type: 'object' },
+      timeoutMs: 60000,
+      run: ({ signal }) =>
+        new Promise((_, reject) => {
+          runs.push('ran');
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        }),
+    });
+
+  test('a rerun that begins past the deadline fails at once, timed out, without running or task.started', async () => {
+    const log = new FakeLog();
+    const runs: string[] = [];
+    const handle = await runner(log, [patient(runs)]);
+    startedBefore(log, 'late', 61000);
+    await handle(request('late', 0), new AbortController().signal);
+    expect(runs).toEqual([]);
+    const events = eventsOf(log, 'late');
+    expect(events.map((e) => e.event)).toEqual(['task.failed']);
+    expect(events[0].data.problem.type).toBe(problemType('task-timed-out'));
+    expect(log.view.get('late')).toMatchObject({ status: 'failed', attempt: 1 });
+  }, 10000);
+
+  test('a rerun gets what is left of the deadline, not a new one, and keeps the first start', async () => {
+    const log = new FakeLog();
+    const runs: string[] = [];
+    const handle = await runner(log, [patient(runs)]);
+    const first = Date.now() - 59700;
+    startedBefore(log, 'rerun', 59700);
+    // With a fresh 60 s deadline this would outlast the test's own 10 s bound.
+    await handle(request('rerun', 0), new AbortController().signal);
+    expect(runs).toEqual(['ran']);
+    const events = eventsOf(log, 'rerun');
+    expect(events.map((e) => e.event)).toEqual(['task.started', 'task.failed']);
+    expect(events[0].data.attempt).toBe(2);
+    expect(events[1].data.problem.type).toBe(problemType('task-timed-out'));
+    expect(Date.parse((log.view.get('rerun') as { startedAt: string }).startedAt)).toBeLessThanOrEqual(first + 5);
+  }, 10000);
 });
