@@ -192,6 +192,13 @@ export class CallbackBridge {
 }
 
 /**
+ * On a graceful stop, callbacks under way (a request on the wire, an attempt's history being written) get this long
+ * to finish before their events are handed back: handed back, they are delivered again by the next owner, repeats a
+ * receiver already accepted. A lane waiting out a backoff is handed back after it.
+ */
+const STOP_GRACE_MS = 5000;
+
+/**
  * The callback bridge: a consumer group on the event topics. An event's offset is committed only once each of its
  * callbacks is delivered, refused, gone or dead-lettered (see DeliveryLane); a failed Kafka step is retried in place,
  * never skipped.
@@ -205,6 +212,7 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
     groupId: deps.groupId,
     topics: [deps.topics.taskEvents, deps.topics.domainEvents],
     maxInFlight: deps.concurrency,
+    stopGraceMs: STOP_GRACE_MS,
     handle: (record, signal, holdCommit) => bridge.onEvent(record, signal, holdCommit),
     onAssigned: (topic, partition, signal, resumeAt) => bridge.assigned(topic, partition, signal, resumeAt),
   });

@@ -323,6 +323,8 @@ export async function runGroupConsumer(
     lag,
     async stop() {
       stopping = true;
+      // Records under way finish (and are committed) for up to the grace; only those left are handed back.
+      if (options.stopGraceMs && running.size > 0) await settledWithin([...running], options.stopGraceMs);
       for (const key of [...work.keys()]) handBack(key, 'shutdown');
       let timer: NodeJS.Timeout | undefined;
       const settled = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
@@ -336,4 +338,14 @@ export async function runGroupConsumer(
       await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
     },
   };
+}
+
+/** Waits for the promises to settle, for at most `ms`. */
+async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([Promise.allSettled(promises), limit]);
+  clearTimeout(timer);
 }

@@ -193,6 +193,11 @@ export interface GroupConsumerOptions {
   /** at most this many records are handled at once; offsets commit only below the oldest unfinished one */
   maxInFlight: number;
   sessionTimeoutMs?: number;
+  /**
+   * On stop, how long records under way may go on to finish (and be committed) before the rest are handed back;
+   * 0 (the default) hands them back at once. Nothing new is started meanwhile.
+   */
+  stopGraceMs?: number;
   /** `holdCommit` keeps the partition's commit at or below an offset beyond this record's end (CommitHold) */
   handle(record: IncomingRecord, signal: AbortSignal, holdCommit: (offset: bigint) => CommitHold): Promise<void>;
   /** partitions this member lost in a rebalance: in-flight work for them is aborted */

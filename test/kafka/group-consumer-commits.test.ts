@@ -115,6 +115,41 @@ describe('the group consumer on the real broker', () => {
     expect(commits).toEqual(['0:5']);
   });
 
+  test('with a stop grace, a record that finishes within it is committed; one still running after it is handed back', async () => {
+    // The bridge's: an event whose callback was just delivered, its history being written, must not be handed back
+    // (and delivered again after the restart) because a SIGTERM came in between.
+    const topic = `${uniquePrefix('commits-grace')}events`;
+    await createWithRecords(topic, 2);
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const commits: string[] = [];
+    const handedBack: string[] = [];
+    let started = 0;
+    const consumer = await runGroupConsumer(
+      recordingCommits(kafka, commits),
+      {
+        groupId: `${topic}.group`,
+        topics: [topic],
+        maxInFlight: 10,
+        stopGraceMs: 3000,
+        handle: async (record, signal) => {
+          started += 1;
+          if (record.offset === '0') return gate;
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          handedBack.push(record.offset);
+        },
+      },
+      createLogger('silent'),
+    );
+    await until(async () => (started === 2 ? true : undefined), 30000);
+    const stopped = consumer.stop();
+    // Record 0 finishes after the stop began, within the grace.
+    setTimeout(open, 200);
+    await stopped;
+    expect(commits).toEqual(['0:1']);
+    expect(handedBack).toEqual(['1']);
+  });
+
   test('a record waiting for a slot when the stop comes is not started: nothing is committed past the one running', async () => {
     const topic = `${uniquePrefix('commits-waiting')}events`;
     await createWithRecords(topic, 3);

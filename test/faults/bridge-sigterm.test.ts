@@ -1,0 +1,115 @@
+import type { RunningService } from '../../src/service';
+import { auditSubscription, type CallbackAudit } from '../support/callback-audit';
+import { ChaosReceiver } from '../support/chaos-receiver';
+import { startChildService, type ChildService } from '../support/child-service';
+import { settled } from '../support/settled';
+import { finalsOf, TaskEventLog } from '../support/task-event-log';
+import { TaskLoad } from '../support/task-load';
+import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
+
+/*
+ * A bridge stopped gracefully (SIGTERM) while callbacks flow to a receiver that accepts every one: the callbacks under
+ * way finish and their events are committed before it leaves, so its successor repeats none of them. Only a crash
+ * repeats callbacks (README "Where a repeat can happen"). The api and the runner run in this process; the bridge is
+ * its own process. The shared test broker stays up.
+ */
+const TASKS = 40;
+const STEPS = 12;
+const STOPS = 3;
+/** Callbacks accepted between one bridge coming up and its SIGTERM. */
+const ACCEPTED_BETWEEN_STOPS = 60;
+
+const services: RunningService[] = [];
+const bridges: ChildService[] = [];
+let receiver: ChaosReceiver | undefined;
+let log: TaskEventLog | undefined;
+let load: TaskLoad | undefined;
+
+afterAll(async () => {
+  await load?.stop();
+  await log?.stop().catch(() => undefined);
+  await Promise.all(bridges.map((b) => b.kill('SIGKILL')));
+  await receiver?.stop();
+  await Promise.all(services.map((s) => s.stop()));
+}, 60000);
+
+// jest's bound is above the sum of the bounds inside: the services' start 120 s, each stop 60 s waiting and 60 s
+// starting a bridge (3: 360 s), 120 s for the tasks, 60 s to drain, 30 s for the log: 690 s.
+test('a bridge SIGTERMed 3 times under callback load: 0 lost, 0 callbacks accepted twice', async () => {
+  const prefix = uniquePrefix('bridge-sigterm');
+  const env = { KAFKA_TIMEOUT_MS: '3000' };
+  services.push(
+    ...(await Promise.all((['api', 'runner'] as const).map((role) => startTestService(prefix, { role, env })))),
+  );
+  const [api] = services;
+  const accepting = await new ChaosReceiver().start();
+  receiver = accepting;
+  const startBridge = async () => bridges.push(await startChildService('bridge', prefix, env));
+  await startBridge();
+  const events = await new TaskEventLog(testBrokers(), api.kafka.topics.taskEvents).start();
+  log = events;
+
+  const running = new TaskLoad({
+    api: api.url,
+    workers: 2,
+    paceMs: 300,
+    maxAccepted: TASKS,
+    body: (n) => ({
+      type: 'countdown',
+      input: { steps: STEPS, stepMs: 40 },
+      mode: 'continuous',
+      callbackUrl: `${accepting.url}/hooks/${n}`,
+    }),
+  }).start();
+  load = running;
+  const stops: number[] = [];
+  let stalled: string | undefined;
+  try {
+    for (let i = 0; i < STOPS; i++) {
+      const at = accepting.acceptedCount + ACCEPTED_BETWEEN_STOPS;
+      stalled = `waiting for ${at} callbacks after ${stops.length} stops`;
+      await until(async () => (accepting.acceptedCount >= at ? true : undefined), 60000, 20);
+      await bridges.filter((b) => b.running)[0].kill('SIGTERM');
+      stops.push(accepting.acceptedCount);
+      await startBridge();
+    }
+    stalled = 'waiting for the tasks to be accepted';
+    await until(async () => (running.accepted.length >= TASKS ? true : undefined), 120000);
+    stalled = undefined;
+  } catch (err) {
+    stalled = `${stalled}: ${String(err)}`;
+  } finally {
+    await running.stop();
+  }
+
+  const subs = running.accepted.map((s) => ({ task: s.taskId as string, sub: s.subscriptionId as string }));
+  const audits = (): CallbackAudit[] =>
+    subs.map(({ task, sub }) => auditSubscription(sub, events.byTask.get(task) ?? [], accepting.deliveries));
+  const complete = await settled(async () => {
+    if (!subs.every(({ task }) => finalsOf(events.byTask.get(task)) > 0)) return undefined;
+    return audits().every((a) => a.lost === 0) ? true : undefined;
+  }, 60000);
+  await events.catchUp(30000);
+  const results = audits();
+  const sum = (f: (a: CallbackAudit) => number) => results.reduce((n, a) => n + f(a), 0);
+  const figures = {
+    accepted: running.accepted.length,
+    stops,
+    stalled,
+    complete,
+    callbacks: accepting.acceptedCount,
+    lost: sum((a) => a.lost),
+    duplicates: sum((a) => a.duplicates),
+    inversions: sum((a) => a.inversions),
+  };
+  console.log(`bridge-sigterm: ${JSON.stringify(figures)} logs: ${bridges.map((b) => b.logFile).join(' ')}`);
+
+  expect(stalled).toBeUndefined();
+  expect(stops).toHaveLength(STOPS);
+  expect({ lost: figures.lost, duplicates: figures.duplicates, inversions: figures.inversions }).toEqual({
+    lost: 0,
+    duplicates: 0,
+    inversions: 0,
+  });
+}, 720000);
