@@ -21,9 +21,12 @@ export function recoverFromFatalCrash(
   delayMs = 1000,
 ): void {
   consumer.on(consumer.events.CRASH, ({ payload }) => {
+    // Worded for what follows: on a broker outage this comes once per consumer and reconnect, and "crashed" read as
+    // a fault of the service.
+    const next = payload.restart ? 'kafkajs restarts it' : `a fresh one starts in ${delayMs} ms`;
     logger.warn(
       { groupId: payload.groupId, err: payload.error, restartedByClient: payload.restart },
-      `${what} consumer crashed`,
+      `${what} consumer stopped on an error (${payload.error?.name ?? 'unknown'}); ${next}`,
     );
     if (payload.restart) return;
     setTimeout(recover, delayMs).unref();

@@ -69,11 +69,11 @@ export async function waitForKafka<T>(attempt: () => Promise<T>, options: WaitFo
     lastPrinted = Date.now();
     const seconds = Math.round((lastPrinted - started) / 1000);
     const at = brokers.join(',');
-    const last = lastError === undefined ? '' : `; last error: ${describe(lastError)}`;
+    // An error from before the broker took connections would mislead next to "accepts connections".
+    const last = lastError === undefined || answering ? '' : `; last error: ${describe(lastError)}`;
     options.progress(
       answering
-        ? `Kafka at ${at} accepts connections; still starting on it (${seconds} s so far: joining consumer groups, ` +
-            `which wait for a member that died to time out, and reading the views${last})`
+        ? `Kafka at ${at} accepts connections; still starting on it (${seconds} s so far)`
         : `waiting for Kafka at ${at} (${seconds} s so far${last})`,
     );
   };

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { recoverFromFatalCrash, type CrashSource } from '../../src/kafka/crash-recovery';
 import { createLogger } from '../../src/logger';
+import { capturedLogger } from './fakes';
 
 /** A stand-in for a kafkajs consumer's crash events (the project's own CrashSource interface). */
 function crashSource() {
@@ -42,5 +43,18 @@ describe('recovery from consumer crashes', () => {
     expect(jest.getTimerCount()).toBe(timers);
     jest.runAllTimers();
     expect(recover).not.toHaveBeenCalled();
+  });
+
+  test('the warning says what happens next, with the error, not that the service crashed', () => {
+    const source = crashSource();
+    const { logger, lines } = capturedLogger();
+    recoverFromFatalCrash(source, logger, 'test', jest.fn(), 20);
+    source.crash(true);
+    source.crash(false);
+    expect(lines.map((l) => l.msg)).toEqual([
+      'test consumer stopped on an error (Error); kafkajs restarts it',
+      'test consumer stopped on an error (Error); a fresh one starts in 20 ms',
+    ]);
+    expect(lines.every((l) => (l.err as { stack?: string }).stack?.includes('boom'))).toBe(true);
   });
 });
