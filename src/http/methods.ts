@@ -64,7 +64,10 @@ export const methodsPlugin = fp(
     app.setNotFoundHandler(async (request, reply) => {
       if (request.raw.url === '*' && request.method === 'OPTIONS') {
         const every = new Set(['OPTIONS', ...[...paths.values()].flatMap((p) => [...p.methods])]);
-        return reply.code(204).header('allow', [...every].sort().join(', ')).send();
+        return reply
+          .code(204)
+          .header('allow', [...every].sort().join(', '))
+          .send();
       }
       const path = request.url.split('?')[0];
       const allow = allowed(path);

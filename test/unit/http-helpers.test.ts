@@ -90,7 +90,7 @@ describe('links', () => {
     expect(pageLinks('/tasks', 5, 10, 8, 'status=running&').prev).toEqual({
       href: '/tasks?status=running&offset=0&limit=10',
     });
-     // Past the end, prev is the last page that has items, not another empty one.
+    // Past the end, prev is the last page that has items, not another empty one.
     expect(pageLinks('/orders', 999, 20, 3).prev).toEqual({ href: '/orders?offset=0&limit=20' });
     expect(pageLinks('/orders', 40, 10, 25).prev).toEqual({ href: '/orders?offset=15&limit=10' });
   });
