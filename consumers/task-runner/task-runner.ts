@@ -242,7 +242,9 @@ export class TaskRunner {
     // One deadline per task, from its first start: a run again after a runner died gets what is left of it, so a
     // task that kills its runners still ends. Runners' clocks are compared here; they are assumed in sync.
     const timeoutMs = type.timeoutMs ?? this.deps.taskTimeoutMs;
-    const leftMs = snapshot.startedAt ? Date.parse(snapshot.startedAt) + timeoutMs - Date.now() : timeoutMs;
+    const firstStart = snapshot.startedAt ? Date.parse(snapshot.startedAt) : NaN;
+    // A start on a clock ahead of this one gives no more than a whole deadline; an unreadable one, a whole one.
+    const leftMs = Number.isFinite(firstStart) ? Math.min(timeoutMs, firstStart + timeoutMs - Date.now()) : timeoutMs;
     if (leftMs <= 0) return this.endUnstarted(job, snapshot, timedOutOutcome(timeoutMs));
     const attempt = snapshot.attempt + 1;
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);

@@ -18,7 +18,14 @@ function makeDirectory(dir: string): void {
       missing.unshift(at);
     }
   }
-  for (const level of missing) mkdirSync(level);
+  for (const level of missing) {
+    try {
+      mkdirSync(level);
+    } catch (err) {
+      // Another process (a second role started with it) made it meanwhile.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
 }
 
 /**

@@ -318,25 +318,23 @@ export async function runGroupConsumer(
     });
   }
 
+  /** At most 10 s in all (the grace included): the process's own stop is bounded at 15 s (src/main.ts). */
+  async function stopOnce(): Promise<void> {
+    stopping = true;
+    const began = Date.now();
+    // Records under way finish (and are committed) for up to the grace; only those left are handed back.
+    if (options.stopGraceMs && running.size > 0) await settledWithin([...running], options.stopGraceMs);
+    for (const key of [...work.keys()]) handBack(key, 'shutdown');
+    const handedBack = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
+    await settledWithin([handedBack], Math.max(0, 10000 - (Date.now() - began)));
+    await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
+  }
+
   await start();
+  let stopped: Promise<void> | undefined;
   return {
     lag,
-    async stop() {
-      stopping = true;
-      // Records under way finish (and are committed) for up to the grace; only those left are handed back.
-      if (options.stopGraceMs && running.size > 0) await settledWithin([...running], options.stopGraceMs);
-      for (const key of [...work.keys()]) handBack(key, 'shutdown');
-      let timer: NodeJS.Timeout | undefined;
-      const settled = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
-      await Promise.race([
-        settled,
-        new Promise((r) => {
-          timer = setTimeout(r, 10000);
-        }),
-      ]);
-      clearTimeout(timer);
-      await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
-    },
+    stop: () => (stopped ??= stopOnce()),
   };
 }
 

@@ -6,6 +6,11 @@ import { withKafkaTimeout } from './kafka-timeout';
 
 /** How long the view's reading may trail a write of its own process before writers wait for it again. */
 const AHEAD_LIMIT_MS = 5000;
+/**
+ * Writes shown ahead of a stuck reading, at most: past it, creations wait too. A reading held by an open transaction
+ * is let go within its timeout; one that is stuck for good must not grow this (and each fetch's walk of it) forever.
+ */
+const AHEAD_MAX_KEYS = 10000;
 
 interface Waiter {
   /** partition → offset the view must have consumed past */
@@ -124,9 +129,8 @@ export class KafkaStateView<T> implements StateView<T> {
     // state of them is there to be stale, and the write is committed. A runner killed mid-transaction holds the
     // reading for seconds; a 503 for every task accepted meanwhile would hide tasks that were made.
     const oldest = this.ahead.values().next().value;
-    if (oldest !== undefined && Date.now() - oldest.at > AHEAD_LIMIT_MS && records.some((r) => this.shows(r))) {
-      return false;
-    }
+    const stuck = oldest !== undefined && Date.now() - oldest.at > AHEAD_LIMIT_MS;
+    if (stuck && (this.ahead.size >= AHEAD_MAX_KEYS || records.some((r) => this.shows(r)))) return false;
     for (const r of records) {
       if (r.topic !== this.topic) continue;
       const offset = BigInt(r.offset);

@@ -131,6 +131,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
   // Planned and written under store.changing over every order it names: the states its patches merge into are
   // still the current ones when its write lands.
   app.patch(path, bodyRoute(schemas.updateMany), async (request) => {
+    evaluatePreconditions(request);
     const bases = ownBases(request, deps.publicUrl);
     const elements = bulkElements(request.body, decl.name);
     const named = elements.flatMap((element, index) => {
@@ -138,7 +139,6 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       return target && 'id' in target ? [{ collection: decl.collection, id: target.id }] : [];
     });
     return store.changing(named, async (deadline) => {
-      evaluatePreconditions(request);
       const atomic = atomicRequested(request);
       const planned: Planned[] = [];
       const failures: ProblemDetail[] = [];

@@ -1,6 +1,13 @@
 import { v7 as uuidv7 } from 'uuid';
 import { cloudEventRecord } from '../events/cloud-event';
-import type { OutgoingRecord, Publisher, StateView, ViewSource, ViewSpec } from '../kafka/types';
+import {
+  KafkaUnavailableError,
+  type OutgoingRecord,
+  type Publisher,
+  type StateView,
+  type ViewSource,
+  type ViewSpec,
+} from '../kafka/types';
 import type { WriteContext } from '../kafka/write-context';
 import { writeThenRead } from '../kafka/read-your-writes';
 import { Deadline } from '../lib/deadline';
@@ -69,7 +76,9 @@ export class ResourceStore {
    * lands. Without it, two PATCHes of different fields each wrote the state they read, one undoing the other, and a
    * PATCH that read a resource before a DELETE's 204 brought it back. The deadline starts here, so a change that
    * waited behind others still answers within KAFKA_TIMEOUT_MS: each one before it ends within its own, which
-   * started earlier. Pass it to `write`.
+   * started earlier. Pass it to `write`. One whose turn comes with less than a quarter of it left answers 503 without
+   * writing: a transaction given a few milliseconds would fail, and the publisher takes a failed transaction for
+   * Kafka being down, refusing every write of the process until its probe answers.
    */
   changing<T>(
     resources: readonly { collection: string; id: string }[],
@@ -78,7 +87,13 @@ export class ResourceStore {
     const deadline = new Deadline(this.deps.timeoutMs);
     return this.changes.runOver(
       resources.map((r) => keyOf(r.collection, r.id)),
-      () => change(deadline),
+      () => {
+        if (deadline.remaining() < this.deps.timeoutMs / 4) {
+          const why = 'earlier writes of the same resource took most of KAFKA_TIMEOUT_MS; nothing was written';
+          return Promise.reject(new KafkaUnavailableError(why));
+        }
+        return change(deadline);
+      },
     );
   }
 

@@ -63,7 +63,7 @@ export async function waitForKafka<T>(attempt: () => Promise<T>, options: WaitFo
   let lastPrinted = started;
   // An attempt in flight after the precheck reached a broker: the wait is most often the attempt's own (a group
   // that keeps a dead member until its session ends, a view catching up), not Kafka's absence. A stalled broker
-  // also takes connections; its attempts fail, and the line shows their error.
+  // also takes connections; between its failed attempts the line is the waiting one, with their error.
   let answering = false;
   const print = () => {
     lastPrinted = Date.now();

@@ -235,12 +235,13 @@ function cancelBodyRefusal(body: object, id: string): void {
   if (status !== undefined && status !== 'cancelled') {
     unknown.push(invalidField('/status', 'must be "cancelled" when given: a PUT here only cancels'));
   }
+  if (UUID !== undefined && typeof UUID !== 'string') unknown.push(invalidField('/UUID', 'must be a string'));
   if (unknown.length > 0) {
     throw new ProblemError('validation-failed', 'A cancel names the subscription and nothing else.', {
       errors: unknown,
     });
   }
-  if (UUID !== undefined && (typeof UUID !== 'string' || UUID.toLowerCase() !== id.toLowerCase())) {
+  if (typeof UUID === 'string' && UUID.toLowerCase() !== id.toLowerCase()) {
     throw new ProblemError('uuid-mismatch', 'The body names another subscription than the path.', {
       errors: [
         problem('invalid-field', '/UUID does not match the subscription in the path', {

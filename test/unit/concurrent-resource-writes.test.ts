@@ -139,7 +139,9 @@ test('a change that waited behind another still answers within the one deadline 
     );
   const outcomes = await Promise.allSettled([change(), change()]);
   expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
-  // The second began with the first, so its deadline had all but passed when its turn came.
   expect(given[0]).toBeGreaterThan(250);
-  expect(given[1]).toBeLessThan(150);
+  // The second began with the first, so its deadline had all but passed when its turn came: it answers at once,
+  // without a transaction given a few milliseconds (whose failure would mark Kafka down for every write).
+  expect(given).toHaveLength(1);
+  expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(KafkaUnavailableError);
 });

@@ -181,6 +181,22 @@ describe("a view applying its own process's writes (read-your-writes without a r
     expect([view.get('a'), view.get('new-1'), view.get('new-2')]).toEqual(['first', 'created', undefined]);
   });
 
+  test('a reading stuck for good does not show creations without end: past 10,000 keys ahead they wait too', async () => {
+    const log = new HeldLog();
+    view = await viewOn(log);
+    log.held = true;
+    expect(view.applyWritten([log.append('a', 'first')])).toBe(true);
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 6000);
+    try {
+      let shown = 0;
+      while (shown < 20000 && view.applyWritten([log.append(`new-${shown}`, 'created')])) shown += 1;
+      expect(shown).toBe(9999);
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
   test("a listener that throws fails neither the write that applied the record nor the view's reading", async () => {
     const log = new HeldLog();
     view = await viewOn(log);

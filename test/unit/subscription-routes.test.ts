@@ -263,12 +263,15 @@ describe('reading and cancelling', () => {
       { foo: 1 },
       { UUID, _links: { self: { href: '/subscriptions/other' } } },
       { status: 'paused' },
+      { UUID: 42 },
     ];
     for (const body of bodies) {
       const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body });
       expect(res.status).toBe(400);
       expect(res.body.type).toBe(problemType('validation-failed'));
-      const named = Object.keys(body).filter((k) => k !== 'UUID' && !(k === 'status' && body.status === 'cancelled'));
+      const named = Object.entries(body)
+        .filter(([k, v]) => !(k === 'UUID' && typeof v === 'string') && !(k === 'status' && v === 'cancelled'))
+        .map(([k]) => k);
       expect(res.body.errors.map((e: { instance: string }) => e.instance).sort()).toEqual(
         named.map((k) => `/${k}`).sort(),
       );
