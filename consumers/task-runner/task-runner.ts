@@ -341,6 +341,9 @@ export class TaskRunner {
   }
 }
 
+/** How long runs under way may go on to their end when the runner stops, before they are handed back. */
+const STOP_GRACE_MS = 5000;
+
 /**
  * The task runner: a consumer group on the task requests topic. Each request is run to exactly one final event;
  * its offset is committed only after that, so a runner that dies mid-task leaves the request to the group, and the
@@ -352,6 +355,8 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     groupId: deps.groupId,
     topics: [deps.topics.taskRequests],
     maxInFlight: deps.concurrency,
+    // A SIGTERM (a deploy) lets a run that is about to end end here, rather than start over elsewhere as attempt 2.
+    stopGraceMs: STOP_GRACE_MS,
     handle: (record, handBack) => runner.handleSerially(record, handBack),
     onRevoked: (topic, partition) => {
       runner.logger.info({ topic, partition }, 'partition revoked; its running tasks are handed back');
