@@ -71,6 +71,27 @@ async function viewOn(log: HeldLog): Promise<KafkaStateView<string>> {
   return view;
 }
 
+/**
+ * A view whose reading is held after it applied its own write of `a` ahead. atStuckTime runs checks 6 s later, past
+ * the time a reading may trail its own writes (AHEAD_LIMIT_MS), by the clock the view reads.
+ */
+async function stuckView(): Promise<{ log: HeldLog; view: KafkaStateView<string> }> {
+  const log = new HeldLog();
+  const view = await viewOn(log);
+  log.held = true;
+  expect(view.applyWritten([log.append('a', 'first')])).toBe(true);
+  return { log, view };
+}
+
+function atStuckTime(checks: () => void): void {
+  const clock = jest.spyOn(Date, 'now').mockReturnValue(Date.now() + 6000);
+  try {
+    checks();
+  } finally {
+    clock.mockRestore();
+  }
+}
+
 const readTo = (view: KafkaStateView<string>, log: HeldLog) =>
   view.waitFor([{ topic: TOPIC, partition: 0, offset: String(log.records.length - 1) }], 2000);
 
@@ -142,59 +163,41 @@ describe("a view applying its own process's writes (read-your-writes without a r
   });
 
   test('a reading that trails its own writes by seconds (stuck) applies no change of a key it shows: the writer waits', async () => {
-    const log = new HeldLog();
-    view = await viewOn(log);
-    log.held = true;
-    expect(view.applyWritten([log.append('a', 'first')])).toBe(true);
-    const now = Date.now();
-    const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 6000);
-    try {
+    const { log, view: stuck } = await stuckView();
+    view = stuck;
+    atStuckTime(() => {
       // A change of 'a' would be made on what the view shows of it, which may be stale: it is read back first.
-      expect(view.applyWritten([log.append('a', 'changed'), log.append('b', 'second')])).toBe(false);
-      expect([view.get('a'), view.get('b')]).toEqual(['first', undefined]);
-    } finally {
-      clock.mockRestore();
-    }
+      expect(stuck.applyWritten([log.append('a', 'changed'), log.append('b', 'second')])).toBe(false);
+      expect([stuck.get('a'), stuck.get('b')]).toEqual(['first', undefined]);
+    });
     log.release();
-    await readTo(view, log);
-    expect([view.get('a'), view.get('b')]).toEqual(['changed', 'second']);
-    expect(view.applyWritten([log.append('c', 'third')])).toBe(true);
+    await readTo(stuck, log);
+    expect([stuck.get('a'), stuck.get('b')]).toEqual(['changed', 'second']);
+    expect(stuck.applyWritten([log.append('c', 'third')])).toBe(true);
   });
 
   test('a stuck reading still shows a write that creates keys: nothing of them is there to be stale', async () => {
     // A runner killed mid-transaction holds a partition's committed reading for ~10 s (until its partition's next
     // owner fences it). A task accepted meanwhile is committed: answering 503 for it would hide a write that was made.
-    const log = new HeldLog();
-    view = await viewOn(log);
-    log.held = true;
-    expect(view.applyWritten([log.append('a', 'first')])).toBe(true);
-    const now = Date.now();
-    const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 6000);
-    try {
-      expect(view.applyWritten([log.append('new-1', 'created'), log.append('new-2', null)])).toBe(true);
-      expect(view.get('new-1')).toBe('created');
-    } finally {
-      clock.mockRestore();
-    }
+    const { log, view: stuck } = await stuckView();
+    view = stuck;
+    atStuckTime(() => {
+      expect(stuck.applyWritten([log.append('new-1', 'created'), log.append('new-2', null)])).toBe(true);
+      expect(stuck.get('new-1')).toBe('created');
+    });
     log.release();
-    await readTo(view, log);
-    expect([view.get('a'), view.get('new-1'), view.get('new-2')]).toEqual(['first', 'created', undefined]);
+    await readTo(stuck, log);
+    expect([stuck.get('a'), stuck.get('new-1'), stuck.get('new-2')]).toEqual(['first', 'created', undefined]);
   });
 
   test('a reading stuck for good does not show creations without end: past 10,000 keys ahead they wait too', async () => {
-    const log = new HeldLog();
-    view = await viewOn(log);
-    log.held = true;
-    expect(view.applyWritten([log.append('a', 'first')])).toBe(true);
-    const now = Date.now();
-    const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 6000);
-    try {
+    const { log, view: stuck } = await stuckView();
+    view = stuck;
+    atStuckTime(() => {
       let shown = 0;
-      while (shown < 20000 && view.applyWritten([log.append(`new-${shown}`, 'created')])) shown += 1;
+      while (shown < 20000 && stuck.applyWritten([log.append(`new-${shown}`, 'created')])) shown += 1;
       expect(shown).toBe(9999);
-    } finally {
-      clock.mockRestore();
-    }
+    });
   });
 
   test("a listener that throws fails neither the write that applied the record nor the view's reading", async () => {
