@@ -29,6 +29,15 @@ test('stopping a service (role all) that ran a task and called back closes every
   await service.stop();
   await receiver.stop();
   const left = () => [...openSockets()].filter((s) => !before.has(s));
-  // Closing sockets go away within a turn or two; one still open after seconds was never closed.
-  await until(async () => (left().length === 0 ? true : undefined), 5000, 50, 'no socket of the service left open');
+  // Closing sockets go away within a turn or two; one still open after seconds was never closed. Named if any is.
+  const named = (h: unknown) =>
+    h instanceof Socket ? `socket ${h.localPort} -> ${h.remoteAddress}:${h.remotePort}` : `server ${String(h)}`;
+  await until(
+    async () => (left().length === 0 ? true : undefined),
+    5000,
+    50,
+    'no socket of the service left open',
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}: ${left().map(named).join(', ')}`);
+  });
 });

@@ -29,7 +29,12 @@ describe('writes while another writer holds a transaction open', () => {
     await zombie.connect();
     const txn = await zombie.transaction();
     const topic = api.kafka.topics.tasks;
-    const partitions = (await kafka.admin().fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
+    // Connected and let go here: a client left connected would go on reconnecting in this jest worker, and a later
+    // suite that counts its own sockets (service-stop) would find it.
+    const admin = kafka.admin();
+    await admin.connect();
+    const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
+    await admin.disconnect();
     // Unkeyed-looking keys no view cares about; the records stay uncommitted for the whole test.
     await txn.send({
       topic,
