@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import { clusterFactory } from './kafkajs-cluster-factory';
 import { isConnectionFailure } from './kafka-failure';
+import { KafkaUnavailableError } from './types';
 
 /** kafkajs's wire values for ListOffsets' isolation_level */
 const READ_UNCOMMITTED = 0;
@@ -45,6 +46,8 @@ export class HighWatermarks {
   private readonly cluster: KafkajsCluster;
   private connecting: Promise<void> | undefined;
   private resetting: Promise<void> | undefined;
+  /** Closed for good: a call that comes later (a sync begun before the stop) must not connect the cluster again. */
+  private closed = false;
 
   /** With `lastStable`, the last stable offsets instead (read_committed): where a committed reader can get to now. */
   constructor(kafka: Kafka, options: { lastStable?: boolean } = {}) {
@@ -61,6 +64,7 @@ export class HighWatermarks {
 
   /** partition → high watermark; one ListOffsets round trip per leader once metadata is known */
   async of(topic: string): Promise<Map<number, bigint>> {
+    if (this.closed) throw new KafkaUnavailableError('the high-watermark client is closed');
     // A reset's disconnect first: kafkajs's pool, still half connected, would be taken as connected and fail again.
     await this.resetting;
     const connecting = (this.connecting ??= this.cluster.connect());
@@ -86,6 +90,7 @@ export class HighWatermarks {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.connecting = undefined;
     await this.cluster.disconnect().catch(() => undefined);
   }

@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { HighWatermarks } from '../../src/kafka/high-watermarks';
 import { readingCluster } from '../../src/kafka/reader-clusters';
@@ -119,4 +120,25 @@ test('repeated calls reuse the topic metadata: a ListOffsets each, not a Metadat
   for (let i = 0; i < 20; i += 1) await watermarks.of(topic);
   expect(requests(LIST_OFFSETS) - listBefore).toBe(20);
   expect(requests(METADATA) - metadataBefore).toBe(0);
+});
+
+test('once closed, it opens no connection again: a late call (a sync begun before the stop) is refused', async () => {
+  // A background sync still running when its process stopped reconnected the closed cluster: a socket left open.
+  const topic = await newTopic(admin, 'hw');
+  const watermarks = new HighWatermarks(kafka);
+  await until(
+    () =>
+      watermarks.of(topic).then(
+        () => true,
+        () => undefined,
+      ),
+    10000,
+  );
+  await watermarks.close();
+  const sockets = () =>
+    (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().filter((h) => h instanceof Socket)
+      .length;
+  const before = sockets();
+  await expect(watermarks.of(topic)).rejects.toThrow(/closed/);
+  expect(sockets()).toBe(before);
 });
