@@ -1,6 +1,7 @@
 import type { Admin, Consumer, EachMessagePayload, Kafka } from 'kafkajs';
 import { pause } from '../lib/abortable-sleep';
 import { retryDelayMs } from '../lib/backoff';
+import { settlesWithin } from '../lib/settles-within';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
 import { PartitionProgress } from './partition-progress';
@@ -323,10 +324,10 @@ export async function runGroupConsumer(
     stopping = true;
     const began = Date.now();
     // Records under way finish (and are committed) for up to the grace; only those left are handed back.
-    if (options.stopGraceMs && running.size > 0) await settledWithin([...running], options.stopGraceMs);
+    if (options.stopGraceMs && running.size > 0) await settlesWithin(Promise.allSettled(running), options.stopGraceMs);
     for (const key of [...work.keys()]) handBack(key, 'shutdown');
     const handedBack = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
-    await settledWithin([handedBack], Math.max(0, 10000 - (Date.now() - began)));
+    await settlesWithin(handedBack, Math.max(0, 10000 - (Date.now() - began)));
     await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
   }
 
@@ -336,14 +337,4 @@ export async function runGroupConsumer(
     lag,
     stop: () => (stopped ??= stopOnce()),
   };
-}
-
-/** Waits for the promises to settle, for at most `ms`. */
-async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  await Promise.race([Promise.allSettled(promises), limit]);
-  clearTimeout(timer);
 }
