@@ -34,6 +34,17 @@ afterAll(async () => {
   await admin.disconnect();
 });
 
+/** A just-created topic's first answer may name a leader that is not one yet: that call fails and refreshes. */
+const firstAnswer = (watermarks: HighWatermarks, topic: string) =>
+  until(
+    () =>
+      watermarks.of(topic).then(
+        () => true,
+        () => undefined,
+      ),
+    10000,
+  );
+
 test("the high watermark counts an open transaction's record; the admin client answers the last stable offset", async () => {
   const topic = await newTopic(admin, 'hw');
   const watermarks = new HighWatermarks(kafka);
@@ -107,15 +118,7 @@ test('repeated calls reuse the topic metadata: a ListOffsets each, not a Metadat
   const { kafka: counted, requests } = countingClient();
   const watermarks = new HighWatermarks(counted);
   closers.push(() => watermarks.close());
-  // A just-created topic's first answer may name a leader that is not one yet: that call fails and refreshes.
-  await until(
-    () =>
-      watermarks.of(topic).then(
-        () => true,
-        () => undefined,
-      ),
-    10000,
-  );
+  await firstAnswer(watermarks, topic);
   const [metadataBefore, listBefore] = [requests(METADATA), requests(LIST_OFFSETS)];
   for (let i = 0; i < 20; i += 1) await watermarks.of(topic);
   expect(requests(LIST_OFFSETS) - listBefore).toBe(20);
@@ -126,14 +129,7 @@ test('once closed, it opens no connection again: a late call (a sync begun befor
   // A background sync still running when its process stopped reconnected the closed cluster: a socket left open.
   const topic = await newTopic(admin, 'hw');
   const watermarks = new HighWatermarks(kafka);
-  await until(
-    () =>
-      watermarks.of(topic).then(
-        () => true,
-        () => undefined,
-      ),
-    10000,
-  );
+  await firstAnswer(watermarks, topic);
   await watermarks.close();
   const sockets = () =>
     (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().filter((h) => h instanceof Socket)
