@@ -57,6 +57,8 @@ export async function runGroupConsumer(
   let admin: Admin | undefined;
   /** progresses made by an assignment (announce) rather than by a record */
   const announced = new WeakSet<PartitionProgress>();
+  /** announces under way: a stop waits for their offset reads before it closes the admin they use */
+  const announcing = new Set<Promise<void>>();
 
   /** partitions with a commit due at the next turn of the event loop */
   const due = new Set<PartitionProgress>();
@@ -189,12 +191,14 @@ export async function runGroupConsumer(
     joins += 1;
     assignment = assigned;
     const fresh = Object.entries(payload.memberAssignment).filter(([, ps]) => ps.length > 0);
-    if (options.onAssigned && fresh.length > 0)
-      void announce(
+    if (options.onAssigned && fresh.length > 0) {
+      const told = announce(
         consumer,
         joins,
         fresh.map(([topic]) => topic),
-      );
+      ).finally(() => announcing.delete(told));
+      announcing.add(told);
+    }
   }
 
   /**
@@ -233,6 +237,9 @@ export async function runGroupConsumer(
         if (admin === used) admin = undefined;
         await used.disconnect().catch(() => undefined);
         await new Promise((resolve) => setTimeout(resolve, retryInMs).unref());
+      } finally {
+        // kafkajs connects again for any request: a read that outlived the stop's wait closes what it reopened.
+        if (stopping) await used.disconnect().catch(() => undefined);
       }
     }
   }
@@ -328,6 +335,8 @@ export async function runGroupConsumer(
     for (const key of [...work.keys()]) handBack(key, 'shutdown');
     const handedBack = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
     await settlesWithin(handedBack, Math.max(0, 10000 - (Date.now() - began)));
+    // An offset read in flight would connect the admin again after its disconnect (kafkajs reconnects per request).
+    await settlesWithin(Promise.allSettled([...announcing]), Math.max(0, 10000 - (Date.now() - began)));
     await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
   }
 

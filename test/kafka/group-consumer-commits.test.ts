@@ -1,7 +1,8 @@
-import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Consumer } from 'kafkajs';
 import { runGroupConsumer } from '../../src/kafka/group-consumer';
 import { createLogger } from '../../src/logger';
 import { testBrokers, uniquePrefix } from '../support/test-service';
+import { trackedSockets } from '../support/tracked-sockets';
 import { until } from '../support/until';
 
 /** kafkajs, except that every offset commit a consumer sends is recorded: partition and offset. */
@@ -220,5 +221,51 @@ describe('a partition assigned with nothing new to read', () => {
     }
     // Handed back on the stop: whatever the handler began for the partition ends with it.
     expect(told[0].signal.aborted).toBe(true);
+  }, 60000);
+});
+
+describe('a stop while the assignment reads its committed offsets', () => {
+  test('closes every connection, also one the read in flight opens after the stop began', async () => {
+    const topic = `${uniquePrefix('announce-stop')}events`;
+    await createWithRecords(topic, 1);
+    // Every socket this client opens, and an offset read that waits for the test before it goes to the broker.
+    const sockets = trackedSockets();
+    const tracked = new Kafka({
+      clientId: 'test-announce-stop',
+      brokers: testBrokers(),
+      logLevel: logLevel.NOTHING,
+      socketFactory: sockets.factory,
+    });
+    let reached: () => void = () => undefined;
+    const reading = new Promise<void>((resolve) => (reached = resolve));
+    let go: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (go = resolve));
+    const admin = (): Admin => {
+      const a = tracked.admin();
+      const fetchOffsets = a.fetchOffsets.bind(a);
+      a.fetchOffsets = (async (options: Parameters<Admin['fetchOffsets']>[0]) => {
+        reached();
+        await gate;
+        return fetchOffsets(options);
+      }) as Admin['fetchOffsets'];
+      return a;
+    };
+    const consumer = await runGroupConsumer(
+      Object.assign(Object.create(tracked) as Kafka, { admin }),
+      {
+        groupId: `${topic}.group`,
+        topics: [topic],
+        maxInFlight: 10,
+        handle: async () => undefined,
+        onAssigned: () => undefined,
+      },
+      createLogger('silent'),
+    );
+    await reading;
+    // The stop begins while the read waits; the read then goes to the broker (kafkajs connects again for it).
+    const stopped = consumer.stop();
+    go();
+    await stopped;
+    await sockets.allClosed();
   }, 60000);
 });
