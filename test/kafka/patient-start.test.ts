@@ -21,6 +21,7 @@ import { createLogger } from '../../src/logger';
 import { brokersUnreachable } from '../../src/startup/broker-reachable';
 import { isKafkaNotReady } from '../../src/startup/kafka-not-ready';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from '../../src/startup/wait-for-kafka';
+import { silentServer } from '../support/silent-server';
 import { TENANT_A_KEY, TENANT_B_KEY, uniquePrefix } from '../support/test-service';
 
 const MAIN = join(__dirname, '../../dist/src/main.js');
@@ -348,7 +349,7 @@ describe('a patient start', () => {
   test('a broker that takes connections and never answers (stalled) is waited for too, not a crash', async () => {
     // kafkajs fails a connection whose handshake got no answer with a plain "Broker not connected", which start-up
     // once took for a fault of its own: every role exited within 9 s of a broker stalled during a deploy.
-    const silentBroker: Server = createServer(() => undefined);
+    const silentBroker = silentServer();
     await new Promise<void>((r) => silentBroker.listen(0, '127.0.0.1', () => r()));
     const port = (silentBroker.address() as { port: number }).port;
     try {

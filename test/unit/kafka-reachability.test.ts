@@ -4,6 +4,7 @@ import { KafkaHealth } from '../../src/kafka/kafka-health';
 import { withKafkaTimeout } from '../../src/kafka/kafka-timeout';
 import { KafkaUnavailableError } from '../../src/kafka/types';
 import { brokersUnreachable } from '../../src/startup/broker-reachable';
+import { silentServer } from '../support/silent-server';
 
 /*
  * Whether a bootstrap broker answers at all, asked of TCP listeners on loopback: one that answers an ApiVersions
@@ -11,7 +12,7 @@ import { brokersUnreachable } from '../../src/startup/broker-reachable';
  * broker, whose connections the kernel still accepts), and a closed port. No Kafka needed to know that.
  */
 let listening: Server;
-let silentServer: Server;
+let stalled: Server;
 let open: string;
 let silent: string;
 let closed: string;
@@ -38,8 +39,8 @@ const listen = async (server: Server) => {
 beforeAll(async () => {
   listening = createServer(answersApiVersions);
   open = await listen(listening);
-  silentServer = createServer(() => undefined);
-  silent = await listen(silentServer);
+  stalled = silentServer();
+  silent = await listen(stalled);
   // A port that was just free and is closed again: connecting to it is refused.
   const probe = createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
@@ -47,11 +48,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => probe.close(() => resolve()));
 });
 afterAll(async () => {
-  for (const server of [listening, silentServer]) {
-    server.close();
-    // The silent one still holds the probes' connections; close() waits for them.
-    (server as Server & { closeAllConnections?: () => void }).closeAllConnections?.();
-  }
+  listening.close();
+  stalled.close();
 });
 
 describe('start-up: is any bootstrap broker reachable', () => {
