@@ -1,3 +1,5 @@
+import { Deadline } from './deadline';
+
 /**
  * Runs steps one after another per key, in the order they were given, while steps of different keys run side by
  * side. A failed step does not stop the next one of its key. Keys are forgotten once their last step is done.
@@ -36,4 +38,23 @@ export class KeyedSerial {
   get busy(): number {
     return this.tails.size;
   }
+}
+
+/**
+ * `runOver` under one deadline that starts at the call, not at the step's turn: a step that waited behind others
+ * still ends within `timeoutMs` of its request, since each one before it ends within its own, which started earlier.
+ * A step whose turn comes with less than a quarter of it left is not run (`tooLate`): a write given a few
+ * milliseconds would fail, and a failed transaction reads as Kafka being down.
+ */
+export function inTurnWithin<T>(
+  serial: KeyedSerial,
+  keys: readonly string[],
+  timeoutMs: number,
+  tooLate: () => Error,
+  step: (deadline: Deadline) => Promise<T>,
+): Promise<T> {
+  const deadline = new Deadline(timeoutMs);
+  return serial.runOver(keys, () =>
+    deadline.remaining() < timeoutMs / 4 ? Promise.reject(tooLate()) : step(deadline),
+  );
 }

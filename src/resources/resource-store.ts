@@ -12,7 +12,7 @@ import type { WriteContext } from '../kafka/write-context';
 import { writeThenRead } from '../kafka/read-your-writes';
 import { Deadline } from '../lib/deadline';
 import { isoNow } from '../lib/iso-now';
-import { KeyedSerial } from '../lib/keyed-serial';
+import { inTurnWithin, KeyedSerial } from '../lib/keyed-serial';
 
 export interface StoredResource {
   collection: string;
@@ -84,17 +84,9 @@ export class ResourceStore {
     resources: readonly { collection: string; id: string }[],
     change: (deadline: Deadline) => Promise<T>,
   ): Promise<T> {
-    const deadline = new Deadline(this.deps.timeoutMs);
-    return this.changes.runOver(
-      resources.map((r) => keyOf(r.collection, r.id)),
-      () => {
-        if (deadline.remaining() < this.deps.timeoutMs / 4) {
-          const why = 'earlier writes of the same resource took most of KAFKA_TIMEOUT_MS; nothing was written';
-          return Promise.reject(new KafkaUnavailableError(why));
-        }
-        return change(deadline);
-      },
-    );
+    const keys = resources.map((r) => keyOf(r.collection, r.id));
+    const why = 'earlier writes of the same resource took most of KAFKA_TIMEOUT_MS; nothing was written';
+    return inTurnWithin(this.changes, keys, this.deps.timeoutMs, () => new KafkaUnavailableError(why), change);
   }
 
   /** `on.trace`: the request's span, which the domain events name; `on.idempotency`: its keyed creation. */

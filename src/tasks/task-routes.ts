@@ -264,15 +264,16 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
 
   // Forgetting is for finished tasks; a running one is cancelled first (PATCH). A repeat is 404: it is gone.
   app.delete<TaskParams>('/tasks/:taskId', { schema: schemas.forget }, async (request, reply) => {
-    const task = ownTask(tenantOf(request), request.params.taskId);
-    evaluatePreconditions(request);
-    if (!isFinal(task.status)) {
-      throw new ProblemError(
-        'task-not-finished',
-        `The task is ${task.status}; only a finished task can be forgotten. Cancel it with PATCH first.`,
-      );
-    }
-    await store.forget([task.taskId]);
+    await store.forgetOne(request.params.taskId, () => {
+      const task = ownTask(tenantOf(request), request.params.taskId);
+      evaluatePreconditions(request);
+      if (!isFinal(task.status)) {
+        throw new ProblemError(
+          'task-not-finished',
+          `The task is ${task.status}; only a finished task can be forgotten. Cancel it with PATCH first.`,
+        );
+      }
+    });
     return reply.code(204).send();
   });
 

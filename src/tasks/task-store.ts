@@ -1,5 +1,13 @@
 import { v4 as uuidv4 } from 'uuid';
-import type { KeyedCreation, OutgoingRecord, Publisher, StateView, ViewSource, WrittenRecord } from '../kafka/types';
+import {
+  KafkaUnavailableError,
+  type KeyedCreation,
+  type OutgoingRecord,
+  type Publisher,
+  type StateView,
+  type ViewSource,
+  type WrittenRecord,
+} from '../kafka/types';
 import type { ServiceMetrics } from '../metrics/metrics';
 import { traceHeaders, type TraceContext } from '../tracing/trace-context';
 import { writeThenRead } from '../kafka/read-your-writes';
@@ -18,6 +26,7 @@ import {
   type TaskStatus,
 } from './task-snapshot';
 import { isoNow } from '../lib/iso-now';
+import { inTurnWithin, KeyedSerial } from '../lib/keyed-serial';
 
 export interface TaskStoreDeps {
   view: StateView<TaskRecord>;
@@ -59,6 +68,7 @@ export function expiresAt(t: TaskSnapshot, retentionMs: number): number | undefi
  */
 export class TaskStore {
   private readonly finals: FinalWaiters;
+  private readonly forgets = new KeyedSerial();
 
   constructor(private readonly deps: TaskStoreDeps) {
     this.finals = new FinalWaiters(deps.view);
@@ -168,14 +178,34 @@ export class TaskStore {
    * final task's snapshot again, so a tombstone can never erase a live task.
    * Writing one twice (two api instances sweeping) is harmless.
    */
-  async forget(taskIds: string[], options: { wait: boolean } = { wait: true }): Promise<void> {
+  async forget(taskIds: string[], options: { wait: boolean; timeoutMs?: number } = { wait: true }): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? this.deps.timeoutMs;
     const records = taskIds.flatMap((taskId) => [
       { topic: this.deps.topics.tasks, key: taskId, value: null },
       { topic: this.deps.topics.tasks, key: cancelKey(taskId), value: null },
     ]);
-    const publish = (timeoutMs: number) => this.deps.publisher.publish(records, { timeoutMs });
-    if (options.wait) await writeThenRead(this.deps.view, this.deps.timeoutMs, publish);
-    else await publish(this.deps.timeoutMs);
+    const publish = (remainingMs: number) => this.deps.publisher.publish(records, { timeoutMs: remainingMs });
+    if (options.wait) await writeThenRead(this.deps.view, timeoutMs, publish);
+    else await publish(timeoutMs);
+  }
+
+  /**
+   * Forgets one task alone among this process's forgets of it. `check` (that the caller's task is there and finished,
+   * the request's preconditions) runs at its turn: of overlapping DELETEs one forgets the task and the others find
+   * it gone, where each had read it before any wrote and all answered 204.
+   */
+  forgetOne(taskId: string, check: () => void): Promise<void> {
+    const why = 'earlier forgets of the same task took most of KAFKA_TIMEOUT_MS; nothing was written';
+    return inTurnWithin(
+      this.forgets,
+      [taskId],
+      this.deps.timeoutMs,
+      () => new KafkaUnavailableError(why),
+      (d) => {
+        check();
+        return this.forget([taskId], { wait: true, timeoutMs: d.remaining() });
+      },
+    );
   }
 
   private expired(t: TaskSnapshot, now: number): boolean {

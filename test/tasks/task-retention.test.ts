@@ -144,6 +144,15 @@ test('DELETE forgets a finished task: 204, then 404, and a repeat DELETE is 404'
   expect(await latestValue(testBrokers(), kept.kafka.topics.tasks, taskId)).toBeNull();
 });
 
+test('overlapping DELETEs of one finished task: one 204, every other a 404 (one instance)', async () => {
+  const { taskId } = await submit(kept.url, { steps: 1, stepMs: 0 });
+  await until(async () => ((await http(kept.url, `/tasks/${taskId}`)).body.status === 'succeeded' ? true : undefined));
+  const answers = await Promise.all(
+    Array.from({ length: 5 }, () => http(kept.url, `/tasks/${taskId}`, { method: 'DELETE' })),
+  );
+  expect(answers.map((a) => a.status).sort()).toEqual([204, 404, 404, 404, 404]);
+});
+
 test('DELETE of a task that is not finished is a 409 Problem; it keeps running', async () => {
   const { taskId } = await submit(kept.url, { steps: 100, stepMs: 100 });
   const res = await http(kept.url, `/tasks/${taskId}`, { method: 'DELETE' });
