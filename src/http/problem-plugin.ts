@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { fieldErrors, problem } from '../problems/problem-detail';
+import { fieldErrors, listedErrors, problem } from '../problems/problem-detail';
 import { RepeatedFailures } from './repeated-failures';
 import { problemKindOf, ProblemError, type KindedError } from '../problems/problem-error';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
@@ -60,12 +60,20 @@ function toProblemError(err: FastifyError | Error): ProblemError | undefined {
   return undefined;
 }
 
+/**
+ * A bulk failure lists one entry per failed element (the spec's bulk rule 6), its field errors capped already
+ * (bulk.ts); any other Problem lists at most MAX_FIELD_ERRORS field errors.
+ */
+const listsEveryElement = new Set<ProblemKind>(['bulk-failed', 'bulk-partially-failed']);
+const answerErrors = (err: ProblemError) =>
+  listsEveryElement.has(err.kind) ? err.options.errors : listedErrors(err.options.errors ?? []);
+
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: ProblemError): FastifyReply {
   const body = problem(err.kind, err.detail, {
     status: err.status,
     instance: request.url.split('?')[0],
     logref: request.id,
-    ...(err.options.errors ? { errors: err.options.errors } : {}),
+    ...(err.options.errors ? { errors: answerErrors(err) } : {}),
     ...(err.options.processed !== undefined ? { processed: err.options.processed } : {}),
     ...err.options.extensions,
   });

@@ -42,8 +42,7 @@ export const MAX_FIELD_ERRORS = 100;
 const pointerToken = (name: unknown) => `/${String(name).replaceAll('~', '~0').replaceAll('/', '~1')}`;
 
 export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[] {
-  const listed = errors.length > MAX_FIELD_ERRORS ? errors.slice(0, MAX_FIELD_ERRORS - 1) : errors;
-  const entries = listed.map((e) => {
+  const entries = errors.slice(0, MAX_FIELD_ERRORS).map((e) => {
     // ajv's instancePath is escaped already; the names it reports in params are not.
     const missing = e.keyword === 'required' ? pointerToken(e.params?.missingProperty) : '';
     const extra = e.keyword === 'additionalProperties' ? pointerToken(e.params?.additionalProperty) : '';
@@ -51,10 +50,18 @@ export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[
     const detail = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
     return problem('invalid-field', `${pointer} ${detail}`, { instance: pointer });
   });
-  if (listed.length < errors.length) {
-    const rest = errors.length - listed.length;
-    const at = entries[entries.length - 1]?.instance ?? '/';
-    entries.push(problem('invalid-field', `and ${rest} more errors, not listed`, { instance: at }));
-  }
-  return entries;
+  return listedErrors(entries, errors.length);
+}
+
+/**
+ * At most MAX_FIELD_ERRORS entries of `errors` (of `total`, when only the first were made), the last saying how many
+ * more there are. Every Problem's errors[] passes here (problem-plugin.ts): one error per member of a large body made
+ * an answer many times the size of the request.
+ */
+export function listedErrors(errors: ProblemDetail[], total = errors.length): ProblemDetail[] {
+  if (total <= MAX_FIELD_ERRORS) return errors;
+  const entries = errors.slice(0, MAX_FIELD_ERRORS - 1);
+  const at = entries[entries.length - 1]?.instance ?? '/';
+  const rest = total - entries.length;
+  return [...entries, problem('invalid-field', `and ${rest} more errors, not listed`, { instance: at })];
 }

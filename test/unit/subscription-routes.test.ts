@@ -1,3 +1,4 @@
+import { MAX_FIELD_ERRORS } from '../../src/problems/problem-detail';
 import { problemType } from '../../src/problems/problem-types';
 import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
 import { TASKS_VIEW, type TaskSnapshot } from '../../src/tasks/task-snapshot';
@@ -280,5 +281,18 @@ describe('reading and cancelling', () => {
     for (const body of [{ UUID: UUID.toUpperCase() }, { status: 'cancelled' }, { UUID, status: 'cancelled' }]) {
       expect((await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body })).status).toBe(202);
     }
+  });
+
+  test('a cancel with thousands of unknown members lists a hundred errors, as every answer does, not one per member', async () => {
+    // One error per member made a 1 MB body a 22 MB answer: any key could have the server send 24 times its input.
+    const { UUID } = await subscribe();
+    const body = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`m${i}`, 0]));
+    const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toHaveLength(MAX_FIELD_ERRORS);
+    expect(res.body.errors[MAX_FIELD_ERRORS - 1].detail).toBe(
+      `and ${5000 - MAX_FIELD_ERRORS + 1} more errors, not listed`,
+    );
+    expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
   });
 });
