@@ -50,8 +50,8 @@ export function requestFingerprint(request: FastifyRequest): string {
 export interface IdempotentCreation<T> {
   /** what the creation answers: ids chosen in advance, or read from its write's records */
   describe: Describe;
-  /** answers a repeat of a request that created something, from the current state */
-  replay(answer: StoredAnswer): Promise<T> | T;
+  /** answers a repeat of a request that created something, from the current state; `answeredAt` as KeyDecision's */
+  replay(answer: StoredAnswer, answeredAt: number): Promise<T> | T;
   /** the creation itself; its first write carries the key: the stores pass `keyed` on as PublishOptions.idempotency */
   create(keyed?: KeyedCreation): Promise<T>;
 }
@@ -74,7 +74,7 @@ export async function idempotently<T>(
   switch (decision.kind) {
     case 'replay':
       reply.header('idempotent-replayed', 'true');
-      return creation.replay(decision.answer);
+      return creation.replay(decision.answer, decision.answeredAt);
     case 'reused':
       throw new ProblemError(
         'idempotency-key-reused',

@@ -30,7 +30,8 @@ const CLAIM_PREFIX = '!claim/';
 const CLAIM_CLEANUP_AFTER_MS = 3600 * 1000;
 
 export type KeyDecision =
-  | { kind: 'replay'; answer: StoredAnswer }
+  /** `answeredAt`: when the first request's answer was written (ms since the epoch, the writer's clock) */
+  | { kind: 'replay'; answer: StoredAnswer; answeredAt: number }
   | { kind: 'reused' }
   | { kind: 'in-flight' }
   | { kind: 'new'; run<T>(describe: Describe, create: (keyed: KeyedCreation) => Promise<T>): Promise<T> };
@@ -143,7 +144,9 @@ export class IdempotencyKeys {
       const done = this.live(entry?.done);
       if (done) {
         this.local.delete(scope);
-        return done.fingerprint === fingerprint ? { kind: 'replay', answer: done.answer } : { kind: 'reused' };
+        return done.fingerprint === fingerprint
+          ? { kind: 'replay', answer: done.answer, answeredAt: done.at }
+          : { kind: 'reused' };
       }
       if (entry?.claim?.claimId !== claim.claimId) {
         this.local.delete(scope);
@@ -278,7 +281,10 @@ export class IdempotencyKeys {
   private decide(scope: string, fingerprint: string): KeyDecision | undefined {
     const entry = this.entries.get(scope);
     const done = this.live(entry?.done);
-    if (done) return done.fingerprint === fingerprint ? { kind: 'replay', answer: done.answer } : { kind: 'reused' };
+    if (done)
+      return done.fingerprint === fingerprint
+        ? { kind: 'replay', answer: done.answer, answeredAt: done.at }
+        : { kind: 'reused' };
     const claim = entry?.claim;
     if (claim && claim.at + this.claimTtlMs > Date.now()) {
       return claim.fingerprint === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };

@@ -163,8 +163,11 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     type Accepted = { task: TaskSnapshot; created?: HalResource };
     const accepted = await idempotently<Accepted>(request, reply, deps.idempotency, {
       describe: () => ({ status: 202, ids: [taskId, ...(subscription ? [subscription.id] : [])] }),
-      replay: (answer) => {
-        const task = store.get(answer.ids[0]);
+      replay: (answer, answeredAt) => {
+        const found = store.get(answer.ids[0]);
+        // A Kafka client names its own tasks: once the keyed one was forgotten, its id may name another since, made
+        // after this answer (by the api's own clock, which also stamped the keyed task's creation before it).
+        const task = found?.tenant === tenant && Date.parse(found.createdAt) <= answeredAt ? found : undefined;
         if (!task) {
           const detail = `The task this Idempotency-Key created (${answer.ids[0]}) has been forgotten since.`;
           throw new ProblemError('not-found', detail);

@@ -5,6 +5,7 @@ import { http, type HttpResult } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { committedRecords } from '../support/topic-contents';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
 
 /**
  * Idempotency-Key on POST /tasks (IETF draft): a repeat is answered like the
@@ -196,3 +197,33 @@ test('the answer is kept in Kafka, in the idempotency-keys topic, under the tena
   expect(records.map((r) => r.kind)).toEqual(['claim', 'done', 'release']);
   expect(records[1]).toMatchObject({ scope: `tenant-a/${key}`, answer: { status: 202, ids: [first.body.taskId] } });
 });
+
+test.each([
+  ['another tenant', 'tenant-b', TENANT_B_KEY],
+  ['the same tenant', 'tenant-a', undefined],
+])(
+  'a repeat after its task was forgotten is 404, also when a Kafka client made a task under that id since (%s)',
+  async (_who, tenant, apiKey) => {
+    const key = `"${randomUUID()}"`;
+    const first = await http(a.url, '/tasks', {
+      body: countdown(1),
+      headers: { 'idempotency-key': key, prefer: 'wait=10' },
+    });
+    expect(first.body.status).toBe('succeeded');
+    const taskId = first.body.taskId as string;
+    expect((await http(a.url, `/tasks/${taskId}`, { method: 'DELETE' })).status).toBe(204);
+    // A Kafka client may name its task (the record key): here the id of the forgotten one, with another request.
+    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    await producer.connect();
+    const value = JSON.stringify({ type: 'countdown', input: { steps: 2, stepMs: 0 }, tenant });
+    await producer.send({ topic: a.kafka.topics.taskRequests, messages: [{ key: taskId, value }] });
+    await producer.disconnect();
+    await until(async () =>
+      (await http(a.url, `/tasks/${taskId}`, { key: apiKey })).status === 200 ? true : undefined,
+    );
+    const again = await post(a.url, key, countdown(1));
+    expect(again.status).toBe(404);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.type).toBe('https://hookstream.dev/problems/not-found');
+  },
+);
