@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   // Installed before anything starts: a signal during startup must still stop what has started.
   const startup = new AbortController();
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     startup.abort();
@@ -94,7 +94,7 @@ async function main(): Promise<void> {
     const left = SHUTDOWN_LIMIT_MS - (Date.now() - started) - 5000;
     await broker?.stop(Math.max(1000, Math.min(20000, left)));
     logger.info({ signal, ms: Date.now() - started }, 'stopped');
-    process.exit(stopped ? 0 : 1);
+    process.exit(stopped ? exitCode : 1);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
@@ -137,6 +137,14 @@ async function main(): Promise<void> {
       },
     });
     logger.info({ bootstrap: broker.bootstrap, log: broker.logFile }, 'embedded Kafka started');
+    // A process whose broker died serves nothing (503 for ever, while /health/live says it lives) and no longer holds
+    // the data folder's lock: it stops too, exit 1, for whoever started it (a supervisor, a terminal) to see.
+    const { logFile, pid } = broker;
+    void broker.exited.then(() => {
+      if (stopping) return;
+      logger.error({ pid, log: logFile }, 'the embedded Kafka broker exited on its own; hookstream stops too');
+      void shutdown('embedded Kafka exited', 1);
+    });
   }
   const brokers = config.kafkaBrokers ?? [(broker as LocalBroker).bootstrap];
   try {

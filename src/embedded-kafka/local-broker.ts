@@ -29,6 +29,8 @@ export interface LocalBroker {
   readonly pid: number | undefined;
   /** a controlled shutdown, then SIGKILL after `graceMs` (default 20 s) if the JVM has not ended */
   stop(graceMs?: number): Promise<void>;
+  /** settles when the JVM has ended: after stop(), or on its own (killed, out of memory) */
+  readonly exited: Promise<void>;
 }
 
 const DEFAULT_START_TIMEOUT_MS = 180000;
@@ -120,6 +122,7 @@ function running(
     bootstrap: `127.0.0.1:${port}`,
     logFile,
     pid: jvm.child.pid,
+    exited: jvm.exited,
     async stop(graceMs = 20000) {
       await jvm.stop(graceMs);
       lock?.release();

@@ -130,6 +130,28 @@ describe('process lifecycle', () => {
   );
 
   withJava(
+    'an embedded broker that dies on its own (SIGKILL) stops the process: exit 1, naming it; no process runs without it',
+    async () => {
+      // Left running, it answered 503 for ever with /health/live 200, and its data lock was free for a second start.
+      const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-broker-died-'));
+      const app = startOnEmbedded(cacheDir);
+      try {
+        await app.waitFor('hookstream is running', 180000);
+        const java = brokerJvmOf(cacheDir);
+        expect(java).toBeGreaterThan(0);
+        process.kill(java, 'SIGKILL');
+        expect(await app.exited).toBe(1);
+        expect(app.output()).toContain('the embedded Kafka broker exited on its own; hookstream stops too');
+        expect(app.output()).toContain(join(cacheDir, 'data', 'default', 'broker.log'));
+      } finally {
+        app.child.kill('SIGKILL');
+        rmSync(cacheDir, { recursive: true, force: true });
+      }
+    },
+    300000,
+  );
+
+  withJava(
     'SIGTERM while the embedded broker hangs: the process still stops its broker, within the shutdown limit',
     async () => {
       const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-hung-'));
