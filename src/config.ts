@@ -164,6 +164,12 @@ function parseTracing(r: Reader): TracingConfig {
   const asked = exporter === 'otlp' || (exporter === undefined && (tracesEndpoint ?? endpoint) !== undefined);
   if (!asked || r.bool('OTEL_SDK_DISABLED', false)) return { headers, serviceName };
   const url = tracesEndpoint ?? `${(endpoint ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
+  // Unchecked, a bad one failed the start only once Kafka answered, with the exporter's stack trace.
+  if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) {
+    const name = tracesEndpoint !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+    const value = tracesEndpoint ?? endpoint;
+    r.problems.push(`${name}=${JSON.stringify(value)} must be an http(s) URL (http://collector:4318)`);
+  }
   return { url, headers, serviceName };
 }
 

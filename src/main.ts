@@ -9,7 +9,7 @@ import { exampleResources, exampleTaskTypes } from './examples';
 import { startService, type RunningService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
 import { brokersUnreachable } from './startup/broker-reachable';
-import { PortTakenError } from './startup/port-taken-error';
+import { HostUnusableError, PortTakenError } from './startup/listen-errors';
 import { listenWhileStarting, type StartingServer } from './startup/starting-server';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from './startup/wait-for-kafka';
 import { settlesWithin } from './lib/settles-within';
@@ -173,9 +173,13 @@ async function main(): Promise<void> {
 main().catch((err: unknown) => {
   // shutdown() exits (0) once it has stopped what had started.
   if (err instanceof StartupAbortedError) return;
-  const explained = [ConfigError, LocalBrokerUnavailableError, KafkaStartupTimeoutError, PortTakenError].some(
-    (type) => err instanceof type,
-  );
+  const explained = [
+    ConfigError,
+    LocalBrokerUnavailableError,
+    KafkaStartupTimeoutError,
+    PortTakenError,
+    HostUnusableError,
+  ].some((type) => err instanceof type);
   if (explained && err instanceof Error) {
     process.stderr.write(`hookstream: ${err.message}\n`);
   } else {

@@ -3,6 +3,7 @@ import { buildApp, type AppDeps } from './app';
 import { asyncApiDocument } from './docs/asyncapi-document';
 import { asyncApiRoutes } from './docs/asyncapi-routes';
 import type { Config, Role } from './config';
+import { listenFailure } from './startup/listen-errors';
 import { IdempotencyKeys } from './idempotency/idempotency-keys';
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
 import type { ConsumerHandle } from './kafka/types';
@@ -235,7 +236,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => kafka.viewsCaughtUp() },
     });
     await options.beforeListen?.();
-    const url = await app.listen({ port: config.port, host: config.host });
+    const url = await app
+      .listen({ port: config.port, host: config.host })
+      .catch((err: NodeJS.ErrnoException) => Promise.reject(listenFailure(err, config.host, config.port)));
     listening = url;
     const started = app;
     return {

@@ -3,7 +3,7 @@ import { HAL_MEDIA_TYPE } from '../http/hal';
 import { PROBLEM_MEDIA_TYPE } from '../http/problem-plugin';
 import { requestIdOf } from '../http/request-id';
 import { problem } from '../problems/problem-detail';
-import { PortTakenError } from './port-taken-error';
+import { listenFailure } from './listen-errors';
 
 /** Seconds a client is asked to wait before it tries again while the service starts. */
 const RETRY_AFTER_SECONDS = '5';
@@ -44,9 +44,7 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
 export async function listenWhileStarting(host: string, port: number): Promise<StartingServer> {
   const server = createServer(answer);
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new PortTakenError(host, port) : err),
-    );
+    server.once('error', (err: NodeJS.ErrnoException) => reject(listenFailure(err, host, port)));
     server.listen({ host, port, exclusive: true }, () => resolve());
   });
   let closed: Promise<void> | undefined;

@@ -447,6 +447,25 @@ describe('a patient start', () => {
     }
   }, 70000);
 
+  test.each([
+    ['no address of this machine', '192.0.2.99', 'is no address of this machine (EADDRNOTAVAIL)'],
+    ['a name that does not resolve', 'nonexistent.invalid', 'is a name this machine cannot resolve'],
+  ])(
+    'a HOST that is %s exits 1 at once, naming HOST, no stack',
+    async (_what, host, told) => {
+      const env = roleEnv(`127.0.0.1:${await freePort()}`, { HOST: host, PORT: String(await freePort()) });
+      const app = run(['runner'], env);
+      try {
+        expect(await app.exitWithin(20000)).toBe(1);
+        expect(app.output()).toContain(`hookstream: HOST=${host} ${told}`);
+        expect(app.output()).not.toMatch(/\n\s+at /);
+      } finally {
+        if (app.child.exitCode === null) app.child.kill('SIGKILL');
+      }
+    },
+    30000,
+  );
+
   withJava(
     'a second embedded start on one cache folder exits 1 at once, naming the first, which runs on',
     async () => {

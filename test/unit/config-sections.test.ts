@@ -90,6 +90,17 @@ describe('tracing (OTEL_*)', () => {
     ]);
   });
 
+  test('an endpoint that is no http(s) URL is refused by name at start, not when the exporter first sends', () => {
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'notaurl' })).toEqual([
+      'OTEL_EXPORTER_OTLP_ENDPOINT="notaurl" must be an http(s) URL (http://collector:4318)',
+    ]);
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://collector/v1/traces' })).toEqual([
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="ftp://collector/v1/traces" must be an http(s) URL (http://collector:4318)',
+    ]);
+    // Not asked for (turned off), it is not checked: nothing will use it.
+    expect(problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'notaurl', OTEL_SDK_DISABLED: 'true' })).toEqual([]);
+  });
+
   test('headers are comma-separated key=value pairs, URL-decoded; the service name is configurable', () => {
     const c = loadConfig({
       OTEL_TRACES_EXPORTER: 'otlp',
