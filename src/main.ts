@@ -13,11 +13,7 @@ import { HostUnusableError, PortTakenError } from './startup/listen-errors';
 import { listenWhileStarting, type StartingServer } from './startup/starting-server';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from './startup/wait-for-kafka';
 import { settlesWithin } from './lib/settles-within';
-
-/** A shutdown that takes longer exits 1 without finishing (a container runtime's own grace is often 30 s). */
-const SHUTDOWN_LIMIT_MS = 30000;
-/** The service's part of it, so the embedded broker's stop (then SIGKILL) still fits in the limit. */
-const SERVICE_STOP_LIMIT_MS = 15000;
+import { SERVICE_STOP_LIMIT_MS, SHUTDOWN_LIMIT_MS } from './startup/shutdown-limits';
 
 function banner(config: Config, url: string, brokers: string[], embedded: boolean): string {
   const lines = [`hookstream is running (role: ${config.role})`];

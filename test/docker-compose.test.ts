@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, ROLES } from '../src/config';
 import { APACHE_KAFKA_IMAGE } from '../src/embedded-kafka/kafka-version';
+import { SHUTDOWN_LIMIT_MS } from '../src/startup/shutdown-limits';
 
 /*
  * What can be checked without a container engine, in every `npm test`. The stack itself runs
@@ -42,6 +43,20 @@ describe('docker-compose.yml', () => {
       for (const name of Object.keys(s.environment as object)) expect(CONFIG_VARIABLES).toContain(name);
       expect((s.environment as Record<string, string>).KAFKA_BROKERS).toBe('kafka:9092');
     }
+  });
+
+  test("the roles get longer to stop than their own shutdown limit: Docker's default 10 s would cut it short", () => {
+    const graceMs = (s: Record<string, unknown>) =>
+      Number(/^(\d+)s$/.exec(String(s.stop_grace_period))?.[1] ?? 0) * 1000;
+    expect(ours.filter(([, s]) => graceMs(s) <= SHUTDOWN_LIMIT_MS).map(([name]) => name)).toEqual([]);
+  });
+
+  test("the bridge's PUBLIC_URL follows the api's published port when HOOKSTREAM_API_PORT moves it", () => {
+    const published = (services.api.ports as string[])[0];
+    expect(published).toContain('${HOOKSTREAM_API_PORT:-3000}');
+    expect((services.bridge.environment as Record<string, string>).PUBLIC_URL).toBe(
+      'http://localhost:${HOOKSTREAM_API_PORT:-3000}',
+    );
   });
 
   test('the roles wait for the topics, which wait for a healthy Kafka', () => {
