@@ -193,6 +193,9 @@ export class DeliveryLane {
     for (let attempt = 1; ; attempt += 1) {
       const result = await this.attempt(message, { run, attempt }, signal, writes);
       if (result?.outcome !== 'failed') return;
+      // Told once per callback, not per retry: a dead endpoint's retries are in the metrics and the history.
+      const named = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
+      if (attempt === 1) this.deps.logger.info({ ...named, error: result.error }, 'callback failed; it is retried');
       if (attempt >= this.deps.callbacks.maxAttempts) {
         // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
         await Promise.all(writes);
@@ -330,6 +333,8 @@ export class DeliveryLane {
     ];
     await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
+    const named = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
+    this.deps.logger.warn({ ...named, attempts, lastError }, 'callback dead-lettered after its last attempt');
   }
 
   /** a Kafka step of this lane, as its retries log it (until-done.ts) */

@@ -5,7 +5,7 @@ import { createLogger } from '../../src/logger';
 import { CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { AttemptRecorder } from '../../consumers/callback-bridge/attempt-recorder';
-import { FakePublisher, FakeView } from './fakes';
+import { capturedLogger, FakePublisher, FakeView } from './fakes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 
 /*
@@ -106,6 +106,30 @@ describe('DeliveryLane', () => {
     await Promise.all([lane.enqueue(parts('s1', 1), signal), lane.enqueue(parts('s1', 2), signal)]);
     expect(received).toEqual(['e1', 'e1', 'e2']);
     expect(publisher.on('dlq').map((r) => JSON.parse(String(r.value)).event)).toEqual(['e1']);
+  });
+
+  test('an operator is told: a callback that fails once (info), and one dead-lettered (warn), naming both', async () => {
+    const { agent, subscriptions, deps } = setup(3);
+    const { logger, lines } = capturedLogger('info');
+    subscriptions.set('s1', subscription('s1'));
+    receiver(agent, '/s1', [500], []);
+    const lane = new DeliveryLane('s1', { ...deps, logger }, { onIdle: () => undefined });
+    await lane.enqueue(parts('s1', 1), new AbortController().signal);
+    const told = lines.map(({ level, msg, subscriptionId, webhookId, event, attempts }) => ({
+      level,
+      msg,
+      subscriptionId,
+      webhookId,
+      event,
+      attempts,
+    }));
+    const named = { subscriptionId: 's1', webhookId: 'msg_1', event: 'e1' };
+    // One line when it first fails, not one per retry; one when it is parked, with the receiver's last answer.
+    expect(told).toEqual([
+      { level: 30, msg: 'callback failed; it is retried', ...named, attempts: undefined },
+      { level: 40, msg: 'callback dead-lettered after its last attempt', ...named, attempts: 3 },
+    ]);
+    expect(lines[1].lastError).toMatch(/500/);
   });
 
   test("a dead letter whose body is near Kafka's limit is parked without its body, not retried for ever", async () => {
