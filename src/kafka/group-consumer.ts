@@ -4,6 +4,7 @@ import { retryDelayMs } from '../lib/backoff';
 import { settlesWithin } from '../lib/settles-within';
 import type { Logger } from '../logger';
 import { recoverFromFatalCrash } from './crash-recovery';
+import { LagProbe, tp, type LagSources } from './lag-probe';
 import { PartitionProgress } from './partition-progress';
 import type { CommitHold, GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
 
@@ -15,7 +16,12 @@ export class HandBack extends Error {
   }
 }
 
-const tp = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+/** The highest of what is known (undefined: nothing is). */
+const latest = (...known: (bigint | undefined)[]) =>
+  known.reduce<bigint | undefined>(
+    (max, k) => (k !== undefined && (max === undefined || k > max) ? k : max),
+    undefined,
+  );
 
 /** kafkajs's header values (Buffers, or arrays of them for a repeated name) as strings. */
 function stringHeaders(raw: EachMessagePayload['message']['headers']): Record<string, string> {
@@ -38,6 +44,7 @@ export async function runGroupConsumer(
   kafka: Kafka,
   options: GroupConsumerOptions,
   logger: Logger,
+  highWatermarks?: LagSources['highWatermarks'],
 ): Promise<GroupConsumerHandle> {
   let consumer: Consumer;
   const work = new Map<string, PartitionProgress>();
@@ -59,6 +66,7 @@ export async function runGroupConsumer(
   const announced = new WeakSet<PartitionProgress>();
   /** announces under way: a stop waits for their offset reads before it closes the admin they use */
   const announcing = new Set<Promise<void>>();
+  const probe = highWatermarks && new LagProbe({ highWatermarks, committed }, options.topics, logger);
 
   /** partitions with a commit due at the next turn of the event loop */
   const due = new Set<PartitionProgress>();
@@ -244,6 +252,22 @@ export async function runGroupConsumer(
     }
   }
 
+  /** The group's committed offsets, for the lag probe: on the admin announce uses, made anew after a failure. */
+  async function committed(topics: string[]) {
+    const used = (admin ??= kafka.admin());
+    try {
+      await used.connect();
+      return await used.fetchOffsets({ groupId: options.groupId, topics });
+    } catch (err) {
+      if (admin === used) admin = undefined;
+      await used.disconnect().catch(() => undefined);
+      throw err;
+    } finally {
+      // kafkajs connects again for any request: a read that outlived the stop's wait closes what it reopened.
+      if (stopping) await used.disconnect().catch(() => undefined);
+    }
+  }
+
   /** Runs the handler until it succeeds or the work is handed back; failures are retried with backoff. */
   async function handleUntilDone(
     record: IncomingRecord,
@@ -317,13 +341,23 @@ export async function runGroupConsumer(
     running.add(job);
   }
 
-  /** From the oldest unfinished record (or, with none, from where the fetch got to) to the high watermark. */
+  /**
+   * Per partition held: from the oldest unfinished record (or, with none, from where the fetch got to, or the group
+   * committed) to the partition's end, as the latest fetch or lag probe knew it.
+   */
   function lag(): PartitionLag[] {
-    return [...fetched].map(([key, f]) => {
+    const lags: PartitionLag[] = [];
+    for (const key of assignment) {
+      const f = fetched.get(key);
       const w = work.get(key);
-      const from = w?.unfinished ? w.commitPoint : f.to;
-      return { topic: f.topic, partition: f.partition, lag: Math.max(0, Number(f.highWatermark - from)) };
-    });
+      const end = latest(f?.highWatermark, probe?.ends.get(key));
+      const read = latest(w?.low, f?.to, probe?.committed.get(key));
+      const from = w?.unfinished ? w.commitPoint : read !== undefined && read < 0n ? 0n : read;
+      if (end === undefined || from === undefined) continue;
+      const [topic, partition] = key.split('\u0000');
+      lags.push({ topic, partition: Number(partition), lag: Math.max(0, Number(end - from)) });
+    }
+    return lags;
   }
 
   /** At most 10 s in all (the grace included): the process's own stop is bounded at 15 s (src/main.ts). */
@@ -336,11 +370,13 @@ export async function runGroupConsumer(
     const handedBack = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
     await settlesWithin(handedBack, Math.max(0, 10000 - (Date.now() - began)));
     // An offset read in flight would connect the admin again after its disconnect (kafkajs reconnects per request).
-    await settlesWithin(Promise.allSettled([...announcing]), Math.max(0, 10000 - (Date.now() - began)));
+    const asking = Promise.allSettled([...announcing, probe?.stop()]);
+    await settlesWithin(asking, Math.max(0, 10000 - (Date.now() - began)));
     await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
   }
 
   await start();
+  probe?.start();
   let stopped: Promise<void> | undefined;
   return {
     lag,

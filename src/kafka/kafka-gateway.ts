@@ -136,7 +136,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     partitionReader,
     partitionFor: (topic, key) => partitions.partitionFor(topic, key),
     async runGroupConsumer(consumerOptions) {
-      const handle = await runGroupConsumer(kafka, consumerOptions, logger);
+      const handle = await runGroupConsumer(kafka, consumerOptions, logger, (topic) => highWatermarks.of(topic));
       consumers.push({ group: consumerOptions.groupId, handle });
       return handle;
     },
