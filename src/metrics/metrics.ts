@@ -12,6 +12,26 @@ export interface BacklogLag extends PartitionLag {
   subscription: string;
 }
 
+/** Subscriptions named in hookstream_callback_backlog_offsets at most; the others are summed as `other`. */
+export const MAX_NAMED_BACKLOGS = 20;
+
+/**
+ * The largest backlogs by subscription, the rest summed per partition under `other`: a failing endpoint of every task
+ * (each callbackUrl is a subscription of its own) made a series per task, growing with the failures of an incident.
+ */
+function boundedBacklogs(backlogs: BacklogLag[]): BacklogLag[] {
+  const bySubscription = new Map<string, number>();
+  for (const b of backlogs) bySubscription.set(b.subscription, (bySubscription.get(b.subscription) ?? 0) + b.lag);
+  if (bySubscription.size <= MAX_NAMED_BACKLOGS) return backlogs;
+  const named = new Set(
+    [...bySubscription]
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, MAX_NAMED_BACKLOGS)
+      .map(([s]) => s),
+  );
+  return backlogs.map((b) => (named.has(b.subscription) ? b : { ...b, subscription: 'other' }));
+}
+
 export type TaskOutcome = 'succeeded' | 'failed' | 'cancelled';
 
 /** What the roles report; each role sees only this interface, never prom-client. */
@@ -101,10 +121,10 @@ export class Metrics implements ServiceMetrics {
       registers,
       collect() {
         this.reset();
-        for (const backlogs of backlogSources) {
-          for (const { subscription, topic, partition, lag } of backlogs()) {
-            this.set({ subscription, topic, partition: String(partition) }, lag);
-          }
+        for (const { subscription, topic, partition, lag } of boundedBacklogs(
+          [...backlogSources].flatMap((b) => b()),
+        )) {
+          this.inc({ subscription, topic, partition: String(partition) }, lag);
         }
       },
     });
