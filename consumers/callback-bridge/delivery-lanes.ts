@@ -200,6 +200,7 @@ export class DeliveryLane {
         // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
         await Promise.all(writes);
         await this.deadLetter(message, { run, attempt }, result.error, signal);
+        await this.endIfOutcomeLost(signal);
         return;
       }
       this.headFailed(attempt);
@@ -335,6 +336,20 @@ export class DeliveryLane {
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
     const named = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
     this.deps.logger.warn({ ...named, attempts, lastError }, 'callback dead-lettered after its last attempt');
+  }
+
+  /**
+   * A `once` task subscription gets the task's outcome, which comes once: dead-lettered, it has nothing left to wait
+   * for. Ended (`dead-lettered`), it is forgotten a window later, with its task and its history; left active, it
+   * outlived both, saying nothing of why.
+   */
+  private async endIfOutcomeLost(signal: AbortSignal): Promise<void> {
+    const sub = this.deps.subscriptions.get(this.subscriptionId);
+    if (sub?.status !== 'active' || sub.mode !== 'once' || sub.taskId === undefined) return;
+    const within = 2 * this.deps.kafkaTimeoutMs;
+    await untilDone(signal, this.step('end the subscription'), () =>
+      this.deps.subscriptions.end(sub, 'dead-lettered', within),
+    );
   }
 
   /** a Kafka step of this lane, as its retries log it (until-done.ts) */

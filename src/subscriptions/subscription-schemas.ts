@@ -35,7 +35,7 @@ export const subscriptionSchema = halSchema({
     UUID: { type: 'string', description: 'the subscription id' },
     message: { type: 'string' },
     status: { enum: ['active', 'cancelled'] },
-    cancelReason: { enum: ['requested', 'delivered-once', 'refused', 'gone'] },
+    cancelReason: { enum: ['requested', 'delivered-once', 'refused', 'gone', 'dead-lettered'] },
     mode: { enum: ['once', 'continuous'] },
     callbackUrl: { type: 'string' },
     taskId: { type: 'string', description: 'the task subscribed to…' },

@@ -1,7 +1,7 @@
 import type { ViewSpec } from '../kafka/types';
 
 export type SubscriptionMode = 'once' | 'continuous';
-export type CancelReason = 'requested' | 'delivered-once' | 'refused' | 'gone';
+export type CancelReason = 'requested' | 'delivered-once' | 'refused' | 'gone' | 'dead-lettered';
 
 /** Where a task's events begin: its first event's record. */
 export interface TaskEventPosition {

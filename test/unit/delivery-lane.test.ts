@@ -67,6 +67,16 @@ function receiver(agent: MockAgent, path: string, statuses: number[], received: 
     .persist();
 }
 
+/** The bridge's view applies the subscriptions it writes (their ends) as the real view would. */
+function viewAppliesSubscriptionWrites(publisher: FakePublisher, subscriptions: FakeView<Subscription>): void {
+  const publish = publisher.publish.bind(publisher);
+  publisher.publish = async (records) => {
+    const positions = await publish(records);
+    for (const r of records) if (r.topic === 'subs') subscriptions.set(r.key, JSON.parse(String(r.value)));
+    return positions;
+  };
+}
+
 const parts = (subscriptionId: string, n: number) => ({
   subscriptionId,
   webhookId: `msg_${n}`,
@@ -130,6 +140,22 @@ describe('DeliveryLane', () => {
       { level: 40, msg: 'callback dead-lettered after its last attempt', ...named, attempts: 3 },
     ]);
     expect(lines[1].lastError).toMatch(/500/);
+  });
+
+  test('a once task subscription whose outcome was dead-lettered ends (dead-lettered); a once event-kind one waits on', async () => {
+    // The task's outcome comes once: left active, the subscription waited for nothing, and outlived its history.
+    const { agent, subscriptions, deps, publisher } = setup(2);
+    viewAppliesSubscriptionWrites(publisher, subscriptions);
+    subscriptions.set('task-sub', { ...subscription('task-sub', 'once'), taskId: 'task-1' });
+    subscriptions.set('kind-sub', { ...subscription('kind-sub', 'once'), events: ['order.created'] });
+    receiver(agent, '/task-sub', [500], []);
+    receiver(agent, '/kind-sub', [500], []);
+    const signal = new AbortController().signal;
+    for (const id of ['task-sub', 'kind-sub']) {
+      await new DeliveryLane(id, deps, { onIdle: () => undefined }).enqueue(parts(id, 1), signal);
+    }
+    expect(subscriptions.get('task-sub')).toMatchObject({ status: 'cancelled', cancelReason: 'dead-lettered' });
+    expect(subscriptions.get('kind-sub')).toMatchObject({ status: 'active' });
   });
 
   test("a dead letter whose body is near Kafka's limit is parked without its body, not retried for ever", async () => {
@@ -208,13 +234,7 @@ describe('DeliveryLane', () => {
     subscriptions.set('s1', subscription('s1', 'once'));
     const received: string[] = [];
     receiver(agent, '/s1', [200], received);
-    // The bridge's view applies the subscription's end as the real view would.
-    const publish = publisher.publish.bind(publisher);
-    publisher.publish = async (records) => {
-      const positions = await publish(records);
-      for (const r of records) if (r.topic === 'subs') subscriptions.set(r.key, JSON.parse(String(r.value)));
-      return positions;
-    };
+    viewAppliesSubscriptionWrites(publisher, subscriptions);
     const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
     const signal = new AbortController().signal;
     await Promise.all([1, 2].map((n) => lane.enqueue(parts('s1', n), signal)));
