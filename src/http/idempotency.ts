@@ -20,9 +20,11 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   const raw = values[0].trim();
   const quoted = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(raw);
   const key = quoted ? quoted[1].replace(/\\(["\\])/g, '$1') : raw;
-  if (!quoted && !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(raw)) {
+  // Bare, a comma makes a list (RFC 9110 §5.3: the same as the header twice) and a semicolon parameters (RFC 8941).
+  if (!quoted && !/^[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]+$/.test(raw)) {
     throw invalid(
-      'must be a quoted string ("…") or a bare token of visible ASCII characters, ' + 'without quotes or backslashes',
+      'must be a quoted string ("…") or a bare token of visible ASCII characters, ' +
+        'without quotes, backslashes, commas or semicolons',
     );
   }
   if (key.length < 1 || key.length > 255) throw invalid('must hold 1 to 255 characters');
@@ -41,7 +43,9 @@ function canonical(value: unknown): string {
 
 /** What makes two requests "the same" for a key: method, path, query and body. */
 export function requestFingerprint(request: FastifyRequest): string {
-  const [path, query = ''] = request.url.split('?');
+  const [routed, query = ''] = request.url.split('?');
+  // `/tasks/` reaches the route `/tasks` does (ignoreTrailingSlash): the same request.
+  const path = routed.length > 1 ? routed.replace(/\/+$/, '') : routed;
   const params = query.split('&').filter(Boolean).sort().join('&');
   const described = `${request.method} ${path}?${params}\n${canonical(request.body)}`;
   return createHash('sha256').update(described).digest('base64url');

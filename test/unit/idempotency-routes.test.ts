@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IdempotencyRecord } from '../../src/idempotency/idempotency-records';
 import { problemType } from '../../src/problems/problem-types';
 import { TENANT_B_KEY } from '../support/api-keys';
@@ -103,5 +104,24 @@ describe('Idempotency-Key', () => {
     const twice = await call(api.app, '/tasks', { body: countdown, headers: { 'idempotency-key': ['"a"', '"b"'] } });
     expect(twice.status).toBe(400);
     expect(twice.body.detail).toMatch(/more than once/);
+  });
+
+  test('a bare key with a comma or a semicolon is a 400: a list (as the header twice) or parameters; quoted it is one key', async () => {
+    for (const bare of ['a,b', 'a, b', 'a;b']) {
+      const res = await call(api.app, '/tasks', { body: countdown, headers: { 'idempotency-key': bare } });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe(problemType('idempotency-key-invalid'));
+    }
+    const quoted = await call(api.app, '/tasks', { body: countdown, headers: { 'idempotency-key': '"a,b;c"' } });
+    expect(quoted.status).toBe(202);
+  });
+
+  test('a path with a trailing slash is the same request as the one without: a repeat replays, not a 422', async () => {
+    const headers = { 'idempotency-key': `"${randomUUID()}"` };
+    const first = await call(api.app, '/tasks', { body: countdown, headers });
+    expect(first.status).toBe(202);
+    const again = await call(api.app, '/tasks/', { body: countdown, headers });
+    expect(again.status).toBe(202);
+    expect(again.body.taskId).toBe(first.body.taskId);
   });
 });
