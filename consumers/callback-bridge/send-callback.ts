@@ -143,7 +143,8 @@ const PRINTABLE = /^[\x21-\x7e]*$/;
  * line cannot carry, is percent-encoded as the parser would (a lone surrogate, which has no UTF-8, sends the parsed).
  */
 function pathAsGiven(callbackUrl: string, url: URL): string {
-  const parsed = `${url.pathname}${url.search}`;
+  // What follows the origin in the parsed URL, without its fragment: `search` alone drops the `?` of an empty query.
+  const parsed = url.href.slice(url.origin.length).split('#')[0];
   const afterScheme = callbackUrl.indexOf('//') + 2;
   const authorityEnd = callbackUrl.slice(afterScheme).search(/[/?#]/);
   if (authorityEnd < 0) return parsed;

@@ -70,6 +70,9 @@ describe('the callback goes to exactly the URL registered', () => {
       ['/hooks/a/../b/{x}|y^%41?q={1}&r=%zz', '/hooks/a/../b/{x}|y^%41?q={1}&r=%zz'],
       ['?only=query', '/?only=query'],
       ['', '/'],
+      // An empty query is a query still: the parser keeps its `?`, and so does the callback.
+      ['/empty-query?', '/empty-query?'],
+      ['/empty-query/a\\b?', '/empty-query/a/b?'],
       ['/with#fragment', '/with'],
       // A backslash goes as the parser reads it, `/`: as written, a receiver might read `/\\host` as another host.
       ['/a\\b', '/a/b'],
