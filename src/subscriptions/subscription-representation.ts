@@ -64,5 +64,7 @@ export function newSubscriptionRepresentation(s: Subscription): HalResource {
   const rep = subscriptionRepresentation(s, [], { secret: true });
   rep.message =
     'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) ' + 'and is shown only now.';
+  // A repeat of the creating request (Idempotency-Key) shows the subscription as it is now, which may have ended.
+  if (s.status !== 'active') rep.message = `${rep.message} It has ended since (${s.cancelReason ?? s.status}).`;
   return rep;
 }

@@ -75,6 +75,14 @@ describe('Idempotency-Key', () => {
     expect(again.status).toBe(201);
     expect(again.body).toMatchObject({ UUID: first.body.UUID, secret: first.body.secret });
     expect(api.subscriptions.list('tenant-a').filter((s) => s.id === first.body.UUID)).toHaveLength(1);
+    // Cancelled since, the repeat shows it as it is, and does not say "created" alone.
+    const cancel = await call(api.app, `/subscriptions/${first.body.UUID}`, { method: 'PUT', body: {} });
+    expect(cancel.status).toBe(202);
+    const late = await call(api.app, '/subscriptions', { body, ...keyed(key) });
+    expect(late.body).toMatchObject({
+      status: 'cancelled',
+      message: expect.stringMatching(/ended since \(requested\)/),
+    });
   });
 
   test('a key another instance has claimed and not answered yet is 409 with Retry-After', async () => {
