@@ -366,7 +366,11 @@ export async function runGroupConsumer(
     const began = Date.now();
     // Records under way finish (and are committed) for up to the grace; only those left are handed back.
     if (options.stopGraceMs && running.size > 0) await settlesWithin(Promise.allSettled(running), options.stopGraceMs);
+    const records = [...work.values()].reduce((n, w) => n + w.pending.size, 0);
     for (const key of [...work.keys()]) handBack(key, 'shutdown');
+    // Said, so an operator knows why work is done again after a restart (a task run again, a callback sent again).
+    if (records > 0)
+      logger.info({ groupId: options.groupId, records }, 'stopped; records still running were handed back');
     const handedBack = Promise.allSettled([...running]).then(() => Promise.allSettled([...commits]));
     await settlesWithin(handedBack, Math.max(0, 10000 - (Date.now() - began)));
     // An offset read in flight would connect the admin again after its disconnect (kafkajs reconnects per request).

@@ -3,6 +3,7 @@ import { runGroupConsumer } from '../../src/kafka/group-consumer';
 import { createLogger } from '../../src/logger';
 import { testBrokers, uniquePrefix } from '../support/test-service';
 import { trackedSockets } from '../support/tracked-sockets';
+import { capturedLogger } from '../unit/fakes';
 import { until } from '../support/until';
 
 /** kafkajs, except that every offset commit a consumer sends is recorded: partition and offset. */
@@ -126,6 +127,7 @@ describe('the group consumer on the real broker', () => {
     const commits: string[] = [];
     const handedBack: string[] = [];
     let started = 0;
+    const { logger, lines } = capturedLogger('info');
     const consumer = await runGroupConsumer(
       recordingCommits(kafka, commits),
       {
@@ -140,7 +142,7 @@ describe('the group consumer on the real broker', () => {
           handedBack.push(record.offset);
         },
       },
-      createLogger('silent'),
+      logger,
     );
     await until(async () => (started === 2 ? true : undefined), 30000);
     const stopped = consumer.stop();
@@ -149,6 +151,10 @@ describe('the group consumer on the real broker', () => {
     await stopped;
     expect(commits).toEqual(['0:1']);
     expect(handedBack).toEqual(['1']);
+    // The operator is told what the next owner of the partition will handle again.
+    expect(lines.filter((l) => l.msg === 'stopped; records still running were handed back')).toEqual([
+      expect.objectContaining({ level: 30, groupId: `${topic}.group`, records: 1 }),
+    ]);
   });
 
   test('a record waiting for a slot when the stop comes is not started: nothing is committed past the one running', async () => {
