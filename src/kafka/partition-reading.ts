@@ -1,7 +1,7 @@
 import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
 import { withKafkaTimeout } from './kafka-timeout';
-import { asIncoming, committedRecords, nextOffsetAfter, STALE_METADATA } from './fetched-records';
+import { asIncoming, committedRecords, fetchFailureLevel, nextOffsetAfter, STALE_METADATA } from './fetched-records';
 import {
   FETCH_ISOLATION,
   type FetchedPartition,
@@ -241,9 +241,8 @@ export class Reading implements PartitionReading {
       this.fail(err, `fetching failed ${failures} times in a row`);
       return true;
     }
-    if (failures === 1 || failures % 10 === 0) {
-      this.logger.warn({ err, topic, partition, failures }, 'partition reader fetch failed; fetching again');
-    }
+    const level = fetchFailureLevel(type, failures);
+    if (level) this.logger[level]({ err, topic, partition, failures }, 'partition reader fetch failed; fetching again');
     if (type === undefined || STALE_METADATA.has(type) || failures > 1) {
       await this.step(this.cluster.refreshMetadata().catch(() => undefined));
     }

@@ -1,6 +1,6 @@
 import { retryDelayMs } from '../lib/backoff';
 import type { Logger } from '../logger';
-import { committedRecords, nextOffsetAfter, STALE_METADATA } from './fetched-records';
+import { committedRecords, fetchFailureLevel, nextOffsetAfter, STALE_METADATA } from './fetched-records';
 import { atMost, withKafkaTimeout } from './kafka-timeout';
 import { FETCH_ISOLATION, logStart, type FetchedMessage, type ReadingCluster } from './reader-clusters';
 import { KafkaUnavailableError } from './types';
@@ -176,9 +176,8 @@ export class TopicReading {
       );
       if (moved) return;
     }
-    if (failures === 1 || failures % 10 === 0) {
-      this.logger.warn({ err, topic, failures }, 'topic reading fetch failed; fetching again');
-    }
+    const level = fetchFailureLevel(type, failures);
+    if (level) this.logger[level]({ err, topic, failures }, 'topic reading fetch failed; fetching again');
     if (type === undefined || STALE_METADATA.has(type) || failures > 1) await this.refreshed();
     await new Promise((r) => setTimeout(r, retryDelayMs(failures, RETRY_BASE_MS, RETRY_MAX_MS)));
   }
