@@ -194,7 +194,7 @@ function kernel(options: ServiceOptions, kafka: KafkaGateway, publicUrl: () => s
     resourceRegistry: new ResourceRegistry(options.resources),
     taskRegistry: new TaskRegistry(options.taskTypes),
     metrics: new Metrics(() => kafka.consumerLag()),
-    tracer: config.tracing.url ? otlpTracer({ ...config.tracing, url: config.tracing.url }) : PROPAGATION_ONLY,
+    tracer: config.tracing.url ? otlpTracer({ ...config.tracing, url: config.tracing.url }, logger) : PROPAGATION_ONLY,
   };
 }
 

@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Kafka, logLevel } from 'kafkajs';
+import { freePort } from '../../src/lib/free-port';
 import type { RunningService } from '../../src/service';
 import { startChildService } from '../support/child-service';
 import { http } from '../support/http';
@@ -183,6 +185,25 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the spans of the request, the run an
   const names = mine.map((s) => s.name);
   expect(names).toEqual(expect.arrayContaining(['POST /tasks', 'run task', 'callback task.succeeded']));
   expect(mine.find((s) => s.name === 'POST /tasks')?.parentSpanId).toBe('00f067aa0ba902b7');
+});
+
+test('spans the collector does not take (nothing listens there) are told in the log, not dropped in silence', async () => {
+  const endpoint = `http://127.0.0.1:${await freePort()}`;
+  const traced = await startChildService('api', uniquePrefix('otlp-down'), {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    LOG_LEVEL: 'warn',
+  });
+  const res = await http(traced.url ?? '', '/tasks', {
+    body: { type: 'countdown', input: { steps: 1, stepMs: 0 } },
+  });
+  expect(res.status).toBe(202);
+  // The stop flushes the spans still buffered: that export is refused.
+  expect(await traced.kill('SIGTERM')).toBe(0);
+  const told = readFileSync(traced.logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('trace export failed; spans dropped'))
+    .map((l) => JSON.parse(l) as { level: number; url: string });
+  expect(told).toEqual([expect.objectContaining({ level: 40, url: `${endpoint}/v1/traces` })]);
 });
 
 interface OtlpExport {
