@@ -1,4 +1,5 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino';
 
 type LogMethod = (...args: unknown[]) => void;
@@ -78,3 +79,15 @@ export function requestLoggerFactory(
   if (options.level !== undefined || options.serializers !== undefined) return logger.child(bindings, options);
   return new LazyRequestLogger(logger as Logger, bindings);
 }
+
+/**
+ * One log line per request, once it is answered: method, URL (query values redacted, logger.ts), status and time.
+ * Fastify's own logging wrote two (`incoming request`, then `request completed`), which in an outage was most of the
+ * log. At the route's log level: probes and scrapes, which log at warn, write none.
+ */
+export const requestLogLinePlugin = fp(async (app: FastifyInstance) => {
+  app.addHook('onResponse', async (request, reply) => {
+    const res = { statusCode: reply.statusCode };
+    request.log.info({ req: request, res, responseTime: reply.elapsedTime }, 'request completed');
+  });
+});

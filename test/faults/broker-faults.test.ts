@@ -51,7 +51,6 @@ interface Outage {
 /** The api's own response times of POST /tasks, with their status, from its info-level request log. */
 function serverResponseTimes(logFile: string): { status: number; ms: number }[] {
   type Entry = {
-    reqId?: string;
     msg?: string;
     req?: { method?: string; url?: string };
     res?: { statusCode?: number };
@@ -66,11 +65,11 @@ function serverResponseTimes(logFile: string): { status: number; ms: number }[] 
         return [];
       }
     });
-  const isSubmission = (e: Entry) => e.msg === 'incoming request' && e.req?.method === 'POST' && e.req.url === '/tasks';
-  const submissions = new Set(entries.filter(isSubmission).map((e) => e.reqId));
+  // One line per request, once answered, with its method and URL.
+  const isSubmission = (e: Entry) => e.req?.method === 'POST' && e.req.url === '/tasks';
   const completed = (e: Entry) => e.msg === 'request completed' && e.res?.statusCode && e.responseTime !== undefined;
   return entries
-    .filter((e) => completed(e) && submissions.has(e.reqId))
+    .filter((e) => completed(e) && isSubmission(e))
     .map((e) => ({ status: e.res?.statusCode as number, ms: e.responseTime as number }));
 }
 

@@ -268,7 +268,7 @@ describe('API keys and the log', () => {
     for (const secret of [...secrets, TENANT_A_KEY]) expect(log).not.toContain(secret);
     const incoming = logLines
       .map((l) => JSON.parse(l))
-      .filter((l) => l.msg === 'incoming request')
+      .filter((l) => l.msg === 'request completed')
       .map((l) => l.req.url);
     expect(incoming).toContain(
       '/orders?api_key=[redacted]&access_token=[redacted]&fields=count&key=[redacted]&[redacted]',

@@ -15,7 +15,11 @@ test('probes and scrapes log no request lines; other routes do', async () => {
     expect(lines.filter((l) => l.reqId !== undefined)).toEqual([]);
     expect((await call(app, '/', { key: null })).status).toBe(200);
     const logged = lines.filter((l) => l.reqId !== undefined).map((l) => l.msg);
-    expect(logged).toEqual(['incoming request', 'request completed']);
+    expect(logged).toEqual(['request completed']);
+    expect(lines.find((l) => l.reqId !== undefined)).toMatchObject({
+      req: { method: 'GET', url: '/' },
+      res: { statusCode: 200 },
+    });
   } finally {
     await app.close();
   }
