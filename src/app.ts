@@ -18,7 +18,7 @@ import { PROBLEM_MEDIA_TYPE, problemPlugin, sendProblem } from './http/problem-p
 import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
 import { problem } from './problems/problem-detail';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
-import { requestLoggerFactory, requestLogLinePlugin } from './http/request-logger';
+import { OneLinePerRequest, requestLoggerFactory } from './http/request-logger';
 import { replySerializer, serializerFactory, validatorFactory } from './http/schema-compilers';
 import { selectionPlugin } from './http/selection';
 import { tracePlugin } from './http/trace-plugin';
@@ -86,8 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdOf,
     childLoggerFactory: requestLoggerFactory,
-    // requestLogLinePlugin writes one line per request instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new OneLinePerRequest(),
     bodyLimit: deps.bodyLimitBytes,
     // closingAnswerPlugin answers with a Problem instead.
     return503OnClosing: false,
@@ -121,7 +120,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     answerConnect(req, socket, (path) => app.allowedMethods(path), deps.logger),
   );
   await app.register(requestIdPlugin);
-  await app.register(requestLogLinePlugin);
   // Before any route: every route's schema gets the conventions' parts, and is documented.
   await app.register(openApiPlugin);
   await app.register(tracePlugin, { tracer: deps.tracer ?? PROPAGATION_ONLY });

@@ -136,7 +136,7 @@ async function main(): Promise<void> {
     // A process whose broker died serves nothing (503 for ever, while /health/live says it lives) and no longer holds
     // the data folder's lock: it stops too, exit 1, for whoever started it (a supervisor, a terminal) to see.
     const { logFile, pid } = broker;
-    void broker.exited.then(() => {
+    void broker.died.then(() => {
       if (stopping) return;
       logger.error({ pid, log: logFile }, 'the embedded Kafka broker exited on its own; hookstream stops too');
       void shutdown('embedded Kafka exited', 1);

@@ -29,8 +29,8 @@ export interface LocalBroker {
   readonly pid: number | undefined;
   /** a controlled shutdown, then SIGKILL after `graceMs` (default 20 s) if the JVM has not ended */
   stop(graceMs?: number): Promise<void>;
-  /** settles when the JVM has ended: after stop(), or on its own (killed, out of memory) */
-  readonly exited: Promise<void>;
+  /** settles if the JVM ends on its own (killed, out of memory); never once stop() was called */
+  readonly died: Promise<void>;
 }
 
 const DEFAULT_START_TIMEOUT_MS = 180000;
@@ -118,12 +118,14 @@ function running(
 ): LocalBroker {
   // The data is free again once its JVM is gone, even when it died on its own.
   void jvm.exited.then(() => lock?.release());
+  let stopping = false;
   return {
     bootstrap: `127.0.0.1:${port}`,
     logFile,
     pid: jvm.child.pid,
-    exited: jvm.exited,
+    died: jvm.exited.then(() => (stopping ? new Promise<void>(() => undefined) : undefined)),
     async stop(graceMs = 20000) {
+      stopping = true;
       await jvm.stop(graceMs);
       lock?.release();
       if (!options.persistent) rmSync(dataDir, { recursive: true, force: true });

@@ -1,5 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import fp from 'fastify-plugin';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino';
 
 type LogMethod = (...args: unknown[]) => void;
@@ -83,11 +82,15 @@ export function requestLoggerFactory(
 /**
  * One log line per request, once it is answered: method, URL (query values redacted, logger.ts), status and time.
  * Fastify's own logging wrote two (`incoming request`, then `request completed`), which in an outage was most of the
- * log. At the route's log level: probes and scrapes, which log at warn, write none.
+ * log. Its other lines (a request errored, a reply that failed to serialize) stay as Fastify writes them. At the
+ * route's log level: probes and scrapes, which log at warn, write none.
  */
-export const requestLogLinePlugin = fp(async (app: FastifyInstance) => {
-  app.addHook('onResponse', async (request, reply) => {
-    const res = { statusCode: reply.statusCode };
-    request.log.info({ req: request, res, responseTime: reply.elapsedTime }, 'request completed');
-  });
-});
+export class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}

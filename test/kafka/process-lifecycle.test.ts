@@ -135,16 +135,19 @@ describe('process lifecycle', () => {
       // Left running, it answered 503 for ever with /health/live 200, and its data lock was free for a second start.
       const cacheDir = mkdtempSync(join(tmpdir(), 'hookstream-broker-died-'));
       const app = startOnEmbedded(cacheDir);
+      let java = 0;
       try {
         await app.waitFor('hookstream is running', 180000);
-        const java = brokerJvmOf(cacheDir);
-        expect(java).toBeGreaterThan(0);
+        // The JVM itself, not the shell that watches it (whose command line names the same class and folder).
+        java = javaChildOf(brokerJvmOf(cacheDir)) || brokerJvmOf(cacheDir);
+        expect(readFileSync(`/proc/${java}/comm`, 'utf8').trim()).toBe('java');
         process.kill(java, 'SIGKILL');
         expect(await app.exited).toBe(1);
         expect(app.output()).toContain('the embedded Kafka broker exited on its own; hookstream stops too');
         expect(app.output()).toContain(join(cacheDir, 'data', 'default', 'broker.log'));
       } finally {
         app.child.kill('SIGKILL');
+        if (java > 0) await gone(java, 30000);
         rmSync(cacheDir, { recursive: true, force: true });
       }
     },
