@@ -13,12 +13,12 @@ export const STALE_METADATA = new Set([
 /**
  * How a fetch that failed `failures` times in a row is logged (undefined: not at all). A leader that moved, or a topic
  * made a moment ago, is routine once: metadata is refreshed and the fetch goes again. Every fresh start logged one
- * with its stack at warn, which alerting on warn reads as a fault. Told at warn when it fails again, and every tenth.
+ * with its stack at warn, which alerting on warn reads as a fault. Any second failure in a row is told at warn, of
+ * whatever kind (a moved leader is often the first sign of a broker going down), and then every tenth.
  */
 export function fetchFailureLevel(type: string | undefined, failures: number): 'debug' | 'warn' | undefined {
-  const routine = type !== undefined && STALE_METADATA.has(type);
-  if (failures === 1) return routine ? 'debug' : 'warn';
-  return (failures === 2 && routine) || failures % 10 === 0 ? 'warn' : undefined;
+  if (failures === 1) return type !== undefined && STALE_METADATA.has(type) ? 'debug' : 'warn';
+  return failures === 2 || failures % 10 === 0 ? 'warn' : undefined;
 }
 
 // kafkajs's own filter of aborted transactions' records (with hookstream's patch, src/kafka/patches): the
