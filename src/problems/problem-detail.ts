@@ -50,18 +50,29 @@ export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[
     const detail = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
     return problem('invalid-field', `${pointer} ${detail}`, { instance: pointer });
   });
-  return listedErrors(entries, errors.length);
+  const made = entries.length;
+  return listedErrors(made < errors.length ? [...entries, unlistedEntry(errors.length - made, '/')] : entries);
+}
+
+/** On an "and N more errors, not listed" entry: N, so a list holding it that is capped again counts them. */
+const UNLISTED = Symbol('unlisted');
+type MaybeUnlisted = ProblemDetail & { [UNLISTED]?: number };
+
+function unlistedEntry(count: number, at: string): ProblemDetail {
+  const entry: MaybeUnlisted = problem('invalid-field', `and ${count} more errors, not listed`, { instance: at });
+  entry[UNLISTED] = count;
+  return entry;
 }
 
 /**
- * At most MAX_FIELD_ERRORS entries of `errors` (of `total`, when only the first were made), the last saying how many
- * more there are. Every Problem's errors[] passes here (problem-plugin.ts): one error per member of a large body made
- * an answer many times the size of the request.
+ * At most MAX_FIELD_ERRORS entries, the last saying how many more there are (also those an earlier cap of a part of
+ * the list left out). Every Problem's errors[] passes here (problem-plugin.ts): one error per member of a large body
+ * made an answer many times the size of the request.
  */
-export function listedErrors(errors: ProblemDetail[], total = errors.length): ProblemDetail[] {
+export function listedErrors(errors: ProblemDetail[]): ProblemDetail[] {
+  const listed = errors.filter((e) => (e as MaybeUnlisted)[UNLISTED] === undefined);
+  const total = errors.reduce((n, e) => n + ((e as MaybeUnlisted)[UNLISTED] ?? 1), 0);
   if (total <= MAX_FIELD_ERRORS) return errors;
-  const entries = errors.slice(0, MAX_FIELD_ERRORS - 1);
-  const at = entries[entries.length - 1]?.instance ?? '/';
-  const rest = total - entries.length;
-  return [...entries, problem('invalid-field', `and ${rest} more errors, not listed`, { instance: at })];
+  const entries = listed.slice(0, MAX_FIELD_ERRORS - 1);
+  return [...entries, unlistedEntry(total - entries.length, entries[entries.length - 1]?.instance ?? '/')];
 }

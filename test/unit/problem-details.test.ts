@@ -1,4 +1,4 @@
-import { fieldErrors, problem } from '../../src/problems/problem-detail';
+import { fieldErrors, invalidField, listedErrors, MAX_FIELD_ERRORS, problem } from '../../src/problems/problem-detail';
 import { problemKindOf, ProblemError } from '../../src/problems/problem-error';
 import { problemType } from '../../src/problems/problem-types';
 import { compile, requireObjectBody, validationErrors } from '../../src/problems/validation';
@@ -70,5 +70,23 @@ describe('validation errors as JSON pointers', () => {
       expect(() => requireObjectBody(body)).toThrow(ProblemError);
     }
     expect(requireObjectBody({ a: 1 })).toEqual({ a: 1 });
+  });
+});
+
+describe('errors[] lists at most MAX_FIELD_ERRORS', () => {
+  const schemaErrors = (n: number) => Array.from({ length: n }, (_, i) => ({ instancePath: `/items/${i}` }));
+
+  test('a list capped, then joined with other errors and capped again, counts every error it leaves out', () => {
+    // A resource's schema errors (capped) and its relation errors are one answer, capped once more.
+    const joined = [...fieldErrors(schemaErrors(5000)), invalidField('/author', 'names no user')];
+    const listed = listedErrors(joined);
+    expect(listed).toHaveLength(MAX_FIELD_ERRORS);
+    expect(listed.at(-1)?.detail).toBe(`and ${5001 - (MAX_FIELD_ERRORS - 1)} more errors, not listed`);
+    expect(listed.slice(0, -1).every((e) => !e.detail.startsWith('and '))).toBe(true);
+  });
+
+  test('a list within the cap is answered as it is', () => {
+    const few = [...fieldErrors(schemaErrors(3)), invalidField('/author', 'names no user')];
+    expect(listedErrors(few)).toEqual(few);
   });
 });
