@@ -62,6 +62,7 @@ export async function runGroupConsumer(
   /** the partitions of the latest assignment */
   let assignment = new Set<string>();
   let admin: Admin | undefined;
+  let probeAdmin: Admin | undefined;
   /** progresses made by an assignment (announce) rather than by a record */
   const announced = new WeakSet<PartitionProgress>();
   /** announces under way: a stop waits for their offset reads before it closes the admin they use */
@@ -252,14 +253,17 @@ export async function runGroupConsumer(
     }
   }
 
-  /** The group's committed offsets, for the lag probe: on the admin announce uses, made anew after a failure. */
+  /**
+   * The group's committed offsets, for the lag probe: on an admin of its own, made anew after a failure (that
+   * disconnects it), so a probe that fails never breaks off an announce's read.
+   */
   async function committed(topics: string[]) {
-    const used = (admin ??= kafka.admin());
+    const used = (probeAdmin ??= kafka.admin());
     try {
       await used.connect();
       return await used.fetchOffsets({ groupId: options.groupId, topics });
     } catch (err) {
-      if (admin === used) admin = undefined;
+      if (probeAdmin === used) probeAdmin = undefined;
       await used.disconnect().catch(() => undefined);
       throw err;
     } finally {
@@ -376,7 +380,8 @@ export async function runGroupConsumer(
     // An offset read in flight would connect the admin again after its disconnect (kafkajs reconnects per request).
     const asking = Promise.allSettled([...announcing, probe?.stop()]);
     await settlesWithin(asking, Math.max(0, 10000 - (Date.now() - began)));
-    await Promise.all([consumer.disconnect(), admin?.disconnect()].map((p) => p?.catch(() => undefined)));
+    const disconnecting = [consumer.disconnect(), admin?.disconnect(), probeAdmin?.disconnect()];
+    await Promise.all(disconnecting.map((p) => p?.catch(() => undefined)));
   }
 
   await start();
