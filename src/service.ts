@@ -3,6 +3,7 @@ import { buildApp, type AppDeps } from './app';
 import { asyncApiDocument } from './docs/asyncapi-document';
 import { asyncApiRoutes } from './docs/asyncapi-routes';
 import type { Config, Role } from './config';
+import { settlesWithin } from './lib/settles-within';
 import { listenFailure } from './startup/listen-errors';
 import { IdempotencyKeys } from './idempotency/idempotency-keys';
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
@@ -71,6 +72,9 @@ export interface ServiceOptions {
   /** the roles besides the api that this process may run; `role` picks among them */
   consumers: readonly ConsumerRole[];
 }
+
+/** How long a stop waits for the spans still buffered to be exported. */
+const TRACE_FLUSH_LIMIT_MS = 3000;
 
 const runs = (role: Role, part: Exclude<Role, 'all'>) => role === 'all' || role === part;
 
@@ -250,7 +254,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         await started.close();
         await stopConsumers();
         await kafka.close();
-        await k.tracer.shutdown().catch((err: unknown) => logger.warn({ err }, 'spans not exported at shutdown'));
+        // Bounded: the OTLP exporter retries a collector that refuses for about 8 s, half the stop's own limit.
+        const flushed = await settlesWithin(k.tracer.shutdown(), TRACE_FLUSH_LIMIT_MS, (err) =>
+          logger.warn({ err }, 'spans not exported at shutdown'),
+        );
+        if (!flushed)
+          logger.warn({ ms: TRACE_FLUSH_LIMIT_MS }, 'spans not exported at shutdown: the collector is slow');
       },
     };
   } catch (err) {

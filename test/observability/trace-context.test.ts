@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Kafka, logLevel } from 'kafkajs';
-import { freePort } from '../../src/lib/free-port';
 import type { RunningService } from '../../src/service';
 import { startChildService } from '../support/child-service';
 import { http } from '../support/http';
@@ -187,8 +186,10 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the spans of the request, the run an
   expect(mine.find((s) => s.name === 'POST /tasks')?.parentSpanId).toBe('00f067aa0ba902b7');
 });
 
-test('spans the collector does not take (nothing listens there) are told in the log, not dropped in silence', async () => {
-  const endpoint = `http://127.0.0.1:${await freePort()}`;
+test('spans the collector does not take are told in the log, not dropped in silence', async () => {
+  // A collector that refuses them at once (a 400 is not retried; a refused connection is, for seconds).
+  const refusing = createServer((req, res) => req.resume().on('end', () => res.writeHead(400).end()));
+  const endpoint = await listenOnLoopback(refusing);
   const traced = await startChildService('api', uniquePrefix('otlp-down'), {
     OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
     LOG_LEVEL: 'warn',
@@ -199,6 +200,7 @@ test('spans the collector does not take (nothing listens there) are told in the 
   expect(res.status).toBe(202);
   // The stop flushes the spans still buffered: that export is refused.
   expect(await traced.kill('SIGTERM')).toBe(0);
+  refusing.close();
   const told = readFileSync(traced.logFile, 'utf8')
     .split('\n')
     .filter((l) => l.includes('trace export failed; spans dropped'))
