@@ -9,6 +9,8 @@ export interface StoredAnswer {
   ids: string[];
   /** a request that created some things and failed others (a non-atomic bulk) */
   errors?: ProblemDetail[];
+  /** the created task's `createdAt`: a repeat answers that task, not one made under its id since it was forgotten */
+  createdAt?: string;
 }
 
 /** "A request with this key is being handled": the first claim since the key was free wins. */

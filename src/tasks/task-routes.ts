@@ -162,12 +162,18 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     let subscription: PreparedSubscription | undefined;
     type Accepted = { task: TaskSnapshot; created?: HalResource };
     const accepted = await idempotently<Accepted>(request, reply, deps.idempotency, {
-      describe: () => ({ status: 202, ids: [taskId, ...(subscription ? [subscription.id] : [])] }),
+      describe: (records) => ({
+        status: 202,
+        ids: [taskId, ...(subscription ? [subscription.id] : [])],
+        createdAt: createdAtIn(records, taskId),
+      }),
       replay: (answer, answeredAt) => {
         const found = store.get(answer.ids[0]);
-        // A Kafka client names its own tasks: once the keyed one was forgotten, its id may name another since, made
-        // after this answer (by the api's own clock, which also stamped the keyed task's creation before it).
-        const task = found?.tenant === tenant && Date.parse(found.createdAt) <= answeredAt ? found : undefined;
+        // A Kafka client names its own tasks: once the keyed one was forgotten, its id may name another since. The
+        // answer names its task's creation; one written before it did (no createdAt) is told by the answer's time.
+        const same = (t: TaskSnapshot) =>
+          answer.createdAt !== undefined ? t.createdAt === answer.createdAt : Date.parse(t.createdAt) <= answeredAt;
+        const task = found?.tenant === tenant && same(found) ? found : undefined;
         if (!task) {
           const detail = `The task this Idempotency-Key created (${answer.ids[0]}) has been forgotten since.`;
           throw new ProblemError('not-found', detail);
@@ -264,6 +270,19 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
         }),
       );
   });
+
+  /**
+   * The snapshot's creation time among an accepted task's records (the transaction that also holds the answer). From
+   * the last: the snapshot is written after the request, whose input (up to a megabyte) is then never parsed again.
+   */
+  function createdAtIn(records: OutgoingRecord[], taskId: string): string | undefined {
+    for (const r of [...records].reverse()) {
+      if (r.key !== taskId || r.value === null) continue;
+      const value = JSON.parse(r.value) as { taskId?: unknown; createdAt?: unknown };
+      if (value.taskId === taskId && typeof value.createdAt === 'string') return value.createdAt;
+    }
+    return undefined;
+  }
 
   // Forgetting is for finished tasks; a running one is cancelled first (PATCH). A repeat is 404: it is gone.
   app.delete<TaskParams>('/tasks/:taskId', { schema: schemas.forget }, async (request, reply) => {

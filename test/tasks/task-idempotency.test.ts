@@ -195,7 +195,10 @@ test('the answer is kept in Kafka, in the idempotency-keys topic, under the tena
   const first = await post(a.url, key, countdown(1));
   const records = await readIdempotencyRecords(`tenant-a/${key}`);
   expect(records.map((r) => r.kind)).toEqual(['claim', 'done', 'release']);
-  expect(records[1]).toMatchObject({ scope: `tenant-a/${key}`, answer: { status: 202, ids: [first.body.taskId] } });
+  // The answer names the creation by its time: a repeat answers that task, not one made under its id since.
+  const answer = { status: 202, ids: [first.body.taskId], createdAt: first.body.createdAt };
+  expect(first.body.createdAt).toEqual(expect.any(String));
+  expect(records[1]).toMatchObject({ scope: `tenant-a/${key}`, answer });
 });
 
 test.each([
