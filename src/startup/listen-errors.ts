@@ -12,7 +12,9 @@ export class HostUnusableError extends Error {
     const what =
       code === 'ENOTFOUND' || code === 'EAI_AGAIN'
         ? 'is a name this machine cannot resolve'
-        : 'is no address of this machine';
+        : code === 'EAFNOSUPPORT'
+          ? 'is of an address family this machine does not support (IPv6 turned off?)'
+          : 'is no address of this machine';
     super(`HOST=${host} ${what} (${code}); set HOST to one of its addresses, or 0.0.0.0 to listen on all of them`);
     this.name = 'HostUnusableError';
   }
