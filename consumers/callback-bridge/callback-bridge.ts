@@ -10,6 +10,7 @@ import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Logger } from '../../src/logger';
+import { CallbackFailureLog } from './callback-failure-log';
 import type { BacklogLag, ServiceMetrics } from '../../src/metrics/metrics';
 import { wants, type Subscription } from '../../src/subscriptions/subscription';
 import { callbackBody, parseEvent, webhookId, type BridgeEvent } from './bridge-event';
@@ -71,7 +72,7 @@ export class CallbackBridge {
   ) {
     const history = new AttemptRecorder(deps.publisher, HISTORY_LINGER_MS);
     const waiting = { count: 0, spare: Math.floor(deps.concurrency * SPARE_SHARE) };
-    this.laneDeps = { ...deps, agent, logger, history, waiting };
+    this.laneDeps = { ...deps, agent, logger, history, waiting, failureLog: new CallbackFailureLog(logger) };
     this.sources = new LaneSources({
       ...deps,
       logger,

@@ -3,6 +3,7 @@ import type { OutgoingRecord, Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { isoNow } from '../../src/lib/iso-now';
 import type { Logger } from '../../src/logger';
+import { CallbackFailureLog } from './callback-failure-log';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { formatTraceparent, parseTraceparent } from '../../src/tracing/trace-context';
 import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
@@ -39,6 +40,8 @@ export interface LaneDeps {
   tracer?: Tracer;
   /** callbacks waiting in every lane of the bridge, against what they may take before lanes keep to their buffer */
   waiting?: BridgeWaiting;
+  /** the bridge's, shared by every lane: failures told without a line each (one of the lane's own without it) */
+  failureLog?: CallbackFailureLog;
 }
 
 /**
@@ -98,12 +101,15 @@ export class DeliveryLane {
   private failing = false;
   /** somebody was told the lane had no room, and waits to hear of it */
   private roomWanted = false;
+  private readonly failureLog: CallbackFailureLog;
 
   constructor(
     private readonly subscriptionId: string,
     private readonly deps: LaneDeps,
     private readonly events: Pick<LaneEvents, 'onIdle'> & Partial<LaneEvents>,
-  ) {}
+  ) {
+    this.failureLog = deps.failureLog ?? new CallbackFailureLog(deps.logger);
+  }
 
   /**
    * Resolves once the callback is delivered, refused, gone, dead-lettered, or its subscription has ended ('done'),
@@ -195,7 +201,7 @@ export class DeliveryLane {
       if (result?.outcome !== 'failed') return;
       // Told once per callback, not per retry: a dead endpoint's retries are in the metrics and the history.
       const named = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
-      if (attempt === 1) this.deps.logger.info({ ...named, error: result.error }, 'callback failed; it is retried');
+      if (attempt === 1) this.failureLog.tell('failed', { ...named, error: result.error });
       if (attempt >= this.deps.callbacks.maxAttempts) {
         // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
         await Promise.all(writes);
@@ -335,7 +341,7 @@ export class DeliveryLane {
     await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
     const named = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
-    this.deps.logger.warn({ ...named, attempts, lastError }, 'callback dead-lettered after its last attempt');
+    this.failureLog.tell('dead-lettered', { ...named, attempts, lastError });
   }
 
   /**
