@@ -200,8 +200,7 @@ export class DeliveryLane {
       const result = await this.attempt(message, { run, attempt }, signal, writes);
       if (result?.outcome !== 'failed') return;
       // Told once per callback, not per retry: a dead endpoint's retries are in the metrics and the history.
-      const named = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
-      if (attempt === 1) this.failureLog.tell('failed', { ...named, error: result.error });
+      if (attempt === 1) this.failureLog.tell('failed', { ...this.named(message), error: result.error });
       if (attempt >= this.deps.callbacks.maxAttempts) {
         // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
         await Promise.all(writes);
@@ -340,8 +339,12 @@ export class DeliveryLane {
     ];
     await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
-    const named = { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
-    this.failureLog.tell('dead-lettered', { ...named, attempts, lastError });
+    this.failureLog.tell('dead-lettered', { ...this.named(message), attempts, lastError });
+  }
+
+  /** what a log line names a callback by */
+  private named(message: CallbackParts) {
+    return { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
   }
 
   /**

@@ -16,6 +16,11 @@ export class HandBack extends Error {
   }
 }
 
+/** An admin client made when first needed, and dropped after a failure. */
+interface AdminSlot {
+  admin?: Admin;
+}
+
 /** The highest of what is known (undefined: nothing is). */
 const latest = (...known: (bigint | undefined)[]) =>
   known.reduce<bigint | undefined>(
@@ -61,13 +66,16 @@ export async function runGroupConsumer(
   let joins = 0;
   /** the partitions of the latest assignment */
   let assignment = new Set<string>();
-  let admin: Admin | undefined;
-  let probeAdmin: Admin | undefined;
+  /** where committed offsets are read: the assignment's (announce) and the lag probe's admins, kept apart */
+  const announceAdmin: AdminSlot = {};
+  const probeAdmin: AdminSlot = {};
   /** progresses made by an assignment (announce) rather than by a record */
   const announced = new WeakSet<PartitionProgress>();
   /** announces under way: a stop waits for their offset reads before it closes the admin they use */
   const announcing = new Set<Promise<void>>();
-  const probe = highWatermarks && new LagProbe({ highWatermarks, committed }, options.topics, logger);
+  const probe =
+    highWatermarks &&
+    new LagProbe({ highWatermarks, committed: (t) => readCommitted(probeAdmin, t) }, options.topics, logger);
 
   /** partitions with a commit due at the next turn of the event loop */
   const due = new Set<PartitionProgress>();
@@ -220,12 +228,10 @@ export async function runGroupConsumer(
     if (!onAssigned) return;
     const current = () => !stopping && consumer === member && joins === join;
     for (let failures = 1; failures <= 5 && current(); failures += 1) {
-      const used = (admin ??= kafka.admin());
       try {
-        await used.connect();
-        const committed = await used.fetchOffsets({ groupId: options.groupId, topics });
+        const offsets = await readCommitted(announceAdmin, topics);
         if (!current()) return;
-        for (const { topic, partitions } of committed) {
+        for (const { topic, partitions } of offsets) {
           for (const { partition, offset } of partitions) {
             const key = tp(topic, partition);
             const at = BigInt(offset);
@@ -241,29 +247,24 @@ export async function runGroupConsumer(
       } catch (err) {
         const retryInMs = retryDelayMs(failures, 200, 5000);
         logger.warn({ groupId: options.groupId, err, retryInMs }, 'could not read the committed offsets; trying again');
-        // The next try on a new connection: one a stalled broker left half made fails every call (high-watermarks.ts).
-        // Only the admin this try used: an announce of a later rebalance may have made a new one meanwhile.
-        if (admin === used) admin = undefined;
-        await used.disconnect().catch(() => undefined);
         await new Promise((resolve) => setTimeout(resolve, retryInMs).unref());
-      } finally {
-        // kafkajs connects again for any request: a read that outlived the stop's wait closes what it reopened.
-        if (stopping) await used.disconnect().catch(() => undefined);
       }
     }
   }
 
   /**
-   * The group's committed offsets, for the lag probe: on an admin of its own, made anew after a failure (that
-   * disconnects it), so a probe that fails never breaks off an announce's read.
+   * The group's committed offsets, on the slot's admin (made when there is none). A failed read drops and closes that
+   * admin: the next read is on a new connection, since one a stalled broker left half made fails every call
+   * (high-watermarks.ts). Only the admin this read used: a read of a later rebalance may have made a new one meanwhile.
+   * The lag probe has a slot of its own, so a probe that fails never breaks off an announce's read.
    */
-  async function committed(topics: string[]) {
-    const used = (probeAdmin ??= kafka.admin());
+  async function readCommitted(slot: AdminSlot, topics: string[]) {
+    const used = (slot.admin ??= kafka.admin());
     try {
       await used.connect();
       return await used.fetchOffsets({ groupId: options.groupId, topics });
     } catch (err) {
-      if (probeAdmin === used) probeAdmin = undefined;
+      if (slot.admin === used) slot.admin = undefined;
       await used.disconnect().catch(() => undefined);
       throw err;
     } finally {
@@ -380,7 +381,7 @@ export async function runGroupConsumer(
     // An offset read in flight would connect the admin again after its disconnect (kafkajs reconnects per request).
     const asking = Promise.allSettled([...announcing, probe?.stop()]);
     await settlesWithin(asking, Math.max(0, 10000 - (Date.now() - began)));
-    const disconnecting = [consumer.disconnect(), admin?.disconnect(), probeAdmin?.disconnect()];
+    const disconnecting = [consumer.disconnect(), announceAdmin.admin?.disconnect(), probeAdmin.admin?.disconnect()];
     await Promise.all(disconnecting.map((p) => p?.catch(() => undefined)));
   }
 
