@@ -1,9 +1,11 @@
-import type { Admin, Consumer, EachMessagePayload, Kafka } from 'kafkajs';
+import type { Consumer, EachMessagePayload, Kafka } from 'kafkajs';
 import { pause } from '../lib/abortable-sleep';
 import { retryDelayMs } from '../lib/backoff';
 import { settlesWithin } from '../lib/settles-within';
 import type { Logger } from '../logger';
+import { CommittedOffsets } from './committed-offsets';
 import { recoverFromFatalCrash } from './crash-recovery';
+import { InFlightSlots } from './in-flight-slots';
 import { LagProbe, tp, type LagSources } from './lag-probe';
 import { PartitionProgress } from './partition-progress';
 import type { CommitHold, GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
@@ -14,11 +16,6 @@ export class HandBack extends Error {
     super(`work handed back: ${why}`);
     this.name = 'HandBack';
   }
-}
-
-/** An admin client made when first needed, and dropped after a failure. */
-interface AdminSlot {
-  admin?: Admin;
 }
 
 /** The highest of what is known (undefined: nothing is). */
@@ -53,7 +50,7 @@ export async function runGroupConsumer(
 ): Promise<GroupConsumerHandle> {
   let consumer: Consumer;
   const work = new Map<string, PartitionProgress>();
-  const slots = { free: options.maxInFlight, waiters: [] as (() => void)[] };
+  const slots = new InFlightSlots(options.maxInFlight);
   const running = new Set<Promise<void>>();
   const commits = new Set<Promise<void>>();
   let stopping = false;
@@ -66,16 +63,15 @@ export async function runGroupConsumer(
   let joins = 0;
   /** the partitions of the latest assignment */
   let assignment = new Set<string>();
-  /** where committed offsets are read: the assignment's (announce) and the lag probe's admins, kept apart */
-  const announceAdmin: AdminSlot = {};
-  const probeAdmin: AdminSlot = {};
+  /** where committed offsets are read: the assignment's (announce) and the lag probe's, kept apart */
+  const announceOffsets = new CommittedOffsets(kafka, options.groupId);
+  const probeOffsets = new CommittedOffsets(kafka, options.groupId);
   /** progresses made by an assignment (announce) rather than by a record */
   const announced = new WeakSet<PartitionProgress>();
   /** announces under way: a stop waits for their offset reads before it closes the admin they use */
   const announcing = new Set<Promise<void>>();
   const probe =
-    highWatermarks &&
-    new LagProbe({ highWatermarks, committed: (t) => readCommitted(probeAdmin, t) }, options.topics, logger);
+    highWatermarks && new LagProbe({ highWatermarks, committed: (t) => probeOffsets.read(t) }, options.topics, logger);
 
   /** partitions with a commit due at the next turn of the event loop */
   const due = new Set<PartitionProgress>();
@@ -101,48 +97,6 @@ export async function runGroupConsumer(
     });
     commits.add(committing);
     void committing.finally(() => commits.delete(committing));
-  }
-
-  function release(): void {
-    const next = slots.waiters.shift();
-    if (next) next();
-    else slots.free += 1;
-  }
-
-  async function acquire(heartbeat: () => Promise<void>): Promise<void> {
-    if (slots.free > 0) {
-      slots.free -= 1;
-      return;
-    }
-    let granted = false;
-    let grant: () => void = () => undefined;
-    const got = new Promise<void>((resolve) => {
-      grant = () => {
-        granted = true;
-        resolve();
-      };
-    });
-    slots.waiters.push(grant);
-    while (!granted) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        got,
-        new Promise((r) => {
-          timer = setTimeout(r, 1000);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (granted) break;
-      try {
-        await heartbeat();
-      } catch (err) {
-        // A rebalance: kafkajs will hand this record out again. Give up the place (or the slot) it held.
-        const i = slots.waiters.indexOf(grant);
-        if (i >= 0) slots.waiters.splice(i, 1);
-        else if (granted) release();
-        throw err;
-      }
-    }
   }
 
   function handBack(key: string, why: 'shutdown' | 'revoked'): void {
@@ -229,7 +183,7 @@ export async function runGroupConsumer(
     const current = () => !stopping && consumer === member && joins === join;
     for (let failures = 1; failures <= 5 && current(); failures += 1) {
       try {
-        const offsets = await readCommitted(announceAdmin, topics);
+        const offsets = await announceOffsets.read(topics);
         if (!current()) return;
         for (const { topic, partitions } of offsets) {
           for (const { partition, offset } of partitions) {
@@ -249,27 +203,6 @@ export async function runGroupConsumer(
         logger.warn({ groupId: options.groupId, err, retryInMs }, 'could not read the committed offsets; trying again');
         await new Promise((resolve) => setTimeout(resolve, retryInMs).unref());
       }
-    }
-  }
-
-  /**
-   * The group's committed offsets, on the slot's admin (made when there is none). A failed read drops and closes that
-   * admin: the next read is on a new connection, since one a stalled broker left half made fails every call
-   * (high-watermarks.ts). Only the admin this read used: a read of a later rebalance may have made a new one meanwhile.
-   * The lag probe has a slot of its own, so a probe that fails never breaks off an announce's read.
-   */
-  async function readCommitted(slot: AdminSlot, topics: string[]) {
-    const used = (slot.admin ??= kafka.admin());
-    try {
-      await used.connect();
-      return await used.fetchOffsets({ groupId: options.groupId, topics });
-    } catch (err) {
-      if (slot.admin === used) slot.admin = undefined;
-      await used.disconnect().catch(() => undefined);
-      throw err;
-    } finally {
-      // kafkajs connects again for any request: a read that outlived the stop's wait closes what it reopened.
-      if (stopping) await used.disconnect().catch(() => undefined);
     }
   }
 
@@ -307,7 +240,7 @@ export async function runGroupConsumer(
     if (work.get(key)?.seen(offset)) return;
     const member = consumer;
     const before = work.get(key);
-    await acquire(heartbeat);
+    await slots.acquire(heartbeat);
     // Handed back while it waited for a slot (a stop, a revocation, this member replaced): the record is the next
     // owner's. Started here, it would begin a new progress above the unfinished records before it, and its commit
     // would skip them.
@@ -316,7 +249,7 @@ export async function runGroupConsumer(
     // dropped, the record would be skipped, since kafkajs hands it out once and later records commit past it.
     const madeMeanwhile = before === undefined && now !== undefined && announced.has(now);
     if (stopping || consumer !== member || (now !== before && !madeMeanwhile)) {
-      release();
+      slots.release();
       return;
     }
     const w = now ?? new PartitionProgress(offset);
@@ -336,7 +269,7 @@ export async function runGroupConsumer(
     const holdCommit = (at: bigint) => w.hold(at, () => commit(topic, partition, w));
     const job: Promise<void> = handleUntilDone(record, signal, holdCommit)
       .finally(() => {
-        release();
+        slots.release();
         // A handed-back record stays uncommitted, so the next owner handles it.
         if (signal.aborted || work.get(key) !== w) return;
         w.finish(offset);
@@ -381,8 +314,7 @@ export async function runGroupConsumer(
     // An offset read in flight would connect the admin again after its disconnect (kafkajs reconnects per request).
     const asking = Promise.allSettled([...announcing, probe?.stop()]);
     await settlesWithin(asking, Math.max(0, 10000 - (Date.now() - began)));
-    const disconnecting = [consumer.disconnect(), announceAdmin.admin?.disconnect(), probeAdmin.admin?.disconnect()];
-    await Promise.all(disconnecting.map((p) => p?.catch(() => undefined)));
+    await Promise.all([consumer.disconnect().catch(() => undefined), announceOffsets.close(), probeOffsets.close()]);
   }
 
   await start();
