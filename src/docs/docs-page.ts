@@ -10,7 +10,7 @@ const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
   "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
 
-/** What the page and Swagger UI's files are served as (the OpenAPI document under /docs also as YAML). */
+/** What the page and Swagger UI's files are served as (the OpenAPI document under /docs also as JSON and YAML). */
 const DOCS_TYPES = [
   'text/html',
   'text/css',
@@ -20,6 +20,7 @@ const DOCS_TYPES = [
   'application/yaml',
   'application/x-yaml',
   'text/yaml',
+  'application/json',
 ];
 
 /**
@@ -30,7 +31,7 @@ const DOCS_TYPES = [
 export async function docsPage(app: FastifyInstance): Promise<void> {
   app.addHook('onRoute', (route) => {
     // The page and its files answer with their own types: an Accept naming only those is no reason for a 406.
-    route.config = { ...route.config, public: true, produces: DOCS_TYPES };
+    route.config = { ...route.config, public: true, answers: DOCS_TYPES };
   });
   await app.register(fastifySwaggerUi, {
     routePrefix: '/docs',

@@ -18,6 +18,12 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** media types this route answers with besides HAL JSON (a task's event stream: text/event-stream) */
     produces?: string[];
+    /**
+     * The only media types this route's 2xx answers have, for a route that answers no HAL JSON (the OpenAPI
+     * document, the metrics, the docs page): Accept is weighed against these alone. Set from the route's schema
+     * (route-schema-conventions.ts) unless the route sets it.
+     */
+    answers?: string[];
   }
 }
 
@@ -65,8 +71,10 @@ function rangeTakes(range: string, type: string): boolean {
  * that names application/json and says nothing of HAL JSON gets HAL JSON: it is JSON.
  */
 export function acceptsOurs(accept: string, extra: readonly string[] = []): boolean {
-  return halQuality(accept).q > 0 || extra.some((type) => acceptQuality(accept, type).q > 0);
+  return halQuality(accept).q > 0 || acceptsAny(accept, extra);
 }
+
+const acceptsAny = (accept: string, types: readonly string[]) => types.some((t) => acceptQuality(accept, t).q > 0);
 
 /**
  * How much an Accept header wants HAL JSON: as it weighs HAL JSON, or, when no range takes HAL JSON at all, as it
@@ -101,13 +109,17 @@ export const contentNegotiationPlugin = fp(
         );
       }
       const accept = request.headers.accept;
+      // OPTIONS answers 204 with Allow: no body, nothing to negotiate.
+      if (request.method === 'OPTIONS') return;
       // `*/*`, what most clients send (curl, fetch, undici), takes every type: nothing to parse or look up.
-      if (accept && accept !== '*/*' && !acceptsOurs(accept, request.routeOptions.config?.produces ?? [])) {
-        throw new ProblemError(
-          'not-acceptable',
-          `This API answers with ${HAL_MEDIA_TYPE} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`,
-        );
-      }
+      if (!accept || accept === '*/*') return;
+      const { answers, produces } = request.routeOptions.config ?? {};
+      if (answers ? acceptsAny(accept, answers) : acceptsOurs(accept, produces)) return;
+      const types = answers?.join(', ') ?? HAL_MEDIA_TYPE;
+      throw new ProblemError(
+        'not-acceptable',
+        `This resource answers with ${types} (errors with application/problem+json); Accept was ${JSON.stringify(accept)}.`,
+      );
     });
 
     app.addHook('preValidation', (request, _reply, done) => {

@@ -57,6 +57,8 @@ function declaredCharset(contentType: string | undefined): string | undefined {
 export function jsonBodyParser(app: FastifyInstance): RawJsonParser {
   const parse = app.getDefaultJsonParser('error', 'error') as JsonParser;
   return (request, raw, done) => {
+    // Unrouted (OPTIONS of a path, answered with its Allow): the body means nothing, so it is not read as JSON.
+    if (request.is404) return done(null, undefined);
     // RFC 8259 §11: the parameter has no effect on JSON, so a label is refused only where it would: ASCII reads the
     // same in every ASCII-compatible charset, but a body that declares Latin-1 and holds "é" does not, nor does one
     // declared UTF-16 (whose bytes may all be below 0x80, NULs included).

@@ -59,7 +59,18 @@ export const methodsPlugin = fp(
       if (request.raw.url === '*' && request.method !== 'OPTIONS') {
         throw new ProblemError('bad-request', 'The request target * is only for OPTIONS; name a resource.');
       }
+      // An unrouted request's answer (404 or 405) depends on its method and path alone: given here, before the body
+      // is read, bad JSON or a QUERY without a Content-Type is no 400 and an unknown media type no 415.
+      if (request.is404 && request.method !== 'OPTIONS') throw unrouted(request.url.split('?')[0], request.method);
     });
+
+    function unrouted(path: string, method: string): ProblemError {
+      const allow = allowed(path);
+      // A method the path takes, routed here anyway: what it names is not there (a docs file that does not exist).
+      if (!allow || allow.includes(method)) return new ProblemError('not-found', `No resource at ${path}.`);
+      const detail = `${method} is not supported on ${path}; use one of ${allow.join(', ')}.`;
+      return new ProblemError('method-not-allowed', detail, { headers: { allow: allow.join(', ') } });
+    }
 
     app.setNotFoundHandler(async (request, reply) => {
       if (request.raw.url === '*' && request.method === 'OPTIONS') {
@@ -71,23 +82,10 @@ export const methodsPlugin = fp(
       }
       const path = request.url.split('?')[0];
       const allow = allowed(path);
-      // A method the path takes, routed here anyway: what it names is not there (a docs file that does not exist).
-      if (!allow || (request.method !== 'OPTIONS' && allow.includes(request.method))) {
-        throw new ProblemError('not-found', `No resource at ${path}.`);
-      }
-      reply.header('allow', allow.join(', '));
-      if (request.method === 'OPTIONS') {
-        // RFC 5789 §3.1: a resource that takes PATCH says in what.
-        if (allow.includes('PATCH')) reply.header('accept-patch', ACCEPT_PATCH);
-        return reply.code(204).send();
-      }
-      throw new ProblemError(
-        'method-not-allowed',
-        `${request.method} is not supported on ${path}; use one of ${allow.join(', ')}.`,
-        {
-          headers: { allow: allow.join(', ') },
-        },
-      );
+      if (request.method !== 'OPTIONS' || !allow) throw unrouted(path, request.method);
+      // RFC 5789 §3.1: a resource that takes PATCH says in what.
+      if (allow.includes('PATCH')) reply.header('accept-patch', ACCEPT_PATCH);
+      return reply.code(204).header('allow', allow.join(', ')).send();
     });
   },
   { name: 'hookstream-methods' },

@@ -28,7 +28,7 @@ export async function metricsRoute(app: FastifyInstance, options: { metrics: Met
   app.get(
     '/metrics',
     {
-      config: { public: true, produces: ['text/plain'] },
+      config: { public: true },
       // Scraped every few seconds, like the health probes: no request log lines unless something fails.
       logLevel: quieterLevel(app.log.level, 'warn'),
       schema: {

@@ -70,10 +70,10 @@ const UNAUTHORIZED = problemResponse('unauthorized: no API key, a wrong one, or 
   'WWW-Authenticate': { type: 'string', description: 'Bearer, with error="invalid_token" for a wrong key' },
 });
 
-function answersHal(response: Record<string, Schema>): boolean {
-  return Object.entries(response).some(
-    ([status, r]) =>
-      status.startsWith('2') && typeof r.content === 'object' && r.content !== null && HAL_MEDIA_TYPE in r.content,
+/** The media types of a route's 2xx answers, as its schema declares them. */
+function successTypes(response: Record<string, Schema>): string[] {
+  return Object.entries(response).flatMap(([status, r]) =>
+    status.startsWith('2') && typeof r.content === 'object' && r.content !== null ? Object.keys(r.content) : [],
   );
 }
 
@@ -89,7 +89,7 @@ function withConventions(route: RouteOptions): Schema {
     ...(isPublic ? {} : { 401: UNAUTHORIZED }),
     ...response,
   };
-  if (answersHal(response)) {
+  if (successTypes(response).includes(HAL_MEDIA_TYPE)) {
     const query = (schema.querystring ?? { type: 'object', properties: {} }) as Schema;
     schema.querystring = { ...query, properties: { ...SELECTION, ...(query.properties as Schema) } };
   }
@@ -108,6 +108,9 @@ export const routeSchemaConventions = fp(
       // The docs page's own files are no part of the API. A GET's automatic HEAD twin passes here again: harmless.
       if (!route.schema || (route.schema as Schema).hide === true) return;
       route.schema = withConventions(route);
+      // A route whose answers are no HAL JSON (the documents, the metrics) is negotiated on what it does answer.
+      const types = successTypes(((route.schema as Schema).response ?? {}) as Record<string, Schema>);
+      if (types.length > 0 && !types.includes(HAL_MEDIA_TYPE)) route.config = { answers: types, ...route.config };
     });
   },
   { name: 'hookstream-route-schema-conventions' },

@@ -1,3 +1,4 @@
+import { Metrics } from '../../src/metrics/metrics';
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { MAX_BODY_DEPTH, nestsDeeperThan } from '../../src/http/json-body';
@@ -252,6 +253,40 @@ describe('Accept', () => {
     const api406 = await call(api.app, '/orders', { headers: { accept: 'text/html' } });
     expect(api406.status).toBe(406);
     expect((await call(api.app, '/orders', { headers: { accept: 'application/*' } })).status).toBe(200);
+  });
+});
+
+describe('Accept on routes that answer no HAL JSON', () => {
+  test('is weighed against the types they do answer: one refused is 406, one they answer is served', async () => {
+    const cases: [string, string, number][] = [
+      ['/openapi.json', 'application/json', 200],
+      ['/openapi.json', 'application/hal+json', 406],
+      ['/openapi.json', 'application/json;q=0, application/hal+json', 406],
+      ['/openapi.json', 'application/hal+json;q=0, application/json', 200],
+      ['/docs', 'application/hal+json', 406],
+      ['/docs/json', 'application/json', 200],
+      ['/docs/json', 'application/hal+json', 406],
+    ];
+    for (const [url, accept, status] of cases) {
+      const res = await call(api.app, url, { key: null, headers: { accept } });
+      expect([url, accept, res.status]).toEqual([url, accept, status]);
+      if (status === 406) expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    }
+  });
+
+  test('/metrics serves what Prometheus asks for, and refuses a client that takes HAL JSON only', async () => {
+    const { app } = await inMemoryApi({ metrics: new Metrics(() => []) });
+    try {
+      const prometheus =
+        'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,' +
+        'text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
+      const scrape = await call(app, '/metrics', { key: null, headers: { accept: prometheus } });
+      expect([scrape.status, scrape.headers['content-type']]).toEqual([200, expect.stringMatching(/^text\/plain/)]);
+      const hal = await call(app, '/metrics', { key: null, headers: { accept: 'application/hal+json' } });
+      expect(hal.status).toBe(406);
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { problemType } from '../../src/problems/problem-types';
 import { TENANT_A_KEY } from '../support/api-keys';
-import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
+import { call, inMemoryApi, type Call, type InMemoryApi } from './in-memory-api';
 
 /*
  * The HTTP conventions (DESIGN "HTTP decisions") on the api's real routes and stores, over in-memory Kafka: a socket
@@ -480,6 +480,33 @@ describe('methods', () => {
     expect(res.status).toBe(204);
     expect(String(res.headers.allow).split(', ')).toEqual(expect.arrayContaining(['GET', 'POST', 'PATCH', 'OPTIONS']));
     expect(api.kafka.publisher.published.length).toBe(before);
+  });
+
+  test('a method a path does not take is 405 with Allow, whatever its body; an unknown path 404', async () => {
+    // The answer depends on the method and path only: the body is never read as JSON, so bad JSON is no 400.
+    const cases: [NonNullable<Call['method']>, string, Record<string, string>, string | undefined, number][] = [
+      ['POST', '/', { 'content-type': 'application/json' }, '{', 405],
+      ['PUT', '/orders', { 'content-type': 'application/json' }, '{"__proto__":1}', 405],
+      ['DELETE', '/orders', { 'content-type': 'application/json' }, '{', 405],
+      ['POST', '/nowhere', { 'content-type': 'application/json' }, '{', 404],
+      ['PUT', '/orders', { 'content-type': 'no/such/type' }, 'x', 405],
+      // RFC 10008 asks a QUERY to name its Content-Type; a path that takes no QUERY says so first.
+      ['QUERY', '/orders', {}, undefined, 405],
+      ['QUERY', '/nowhere', {}, undefined, 404],
+    ];
+    for (const [method, url, headers, raw, status] of cases) {
+      const res = await call(api.app, url, { method, headers, raw });
+      expect([method, url, res.status, res.body?.status]).toEqual([method, url, status, status]);
+      if (status === 405) expect(String(res.headers.allow)).toMatch(/GET/);
+    }
+  });
+
+  test('OPTIONS answers Allow whatever the Accept or the body: a 204 has nothing to negotiate', async () => {
+    const refusing = await call(api.app, '/orders', { method: 'OPTIONS', headers: { accept: 'text/csv' } });
+    expect([refusing.status, String(refusing.headers.allow)]).toEqual([204, expect.stringMatching(/POST/)]);
+    const headers = { 'content-type': 'application/json' };
+    const withBody = await call(api.app, '/orders', { method: 'OPTIONS', headers, raw: '{' });
+    expect([withBody.status, String(withBody.headers.allow)]).toEqual([204, expect.stringMatching(/POST/)]);
   });
 
   test('HEAD answers the headers of GET without a body', async () => {

@@ -136,7 +136,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
 export const bearer = (key: string = TENANT_A_KEY) => ({ authorization: `Bearer ${key}` });
 
 export interface Call {
-  method?: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
+  method?: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS' | 'QUERY';
   /** sent as JSON (application/json unless a content-type header says otherwise) */
   body?: unknown;
   /** sent as is */
