@@ -11,16 +11,21 @@ type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaCont
  * coercion, so "42" is not a number; no defaults; no removal of unknown fields; every error reported), which also
  * validates what a route checks by hand (a bulk element, a merged patch), so both say the same thing. Params,
  * querystring and headers keep Fastify's own compiler: a query string is text, so `?limit=5` must become 5, and
- * their 400s stay what they were.
+ * their 400s name every offending parameter too (allErrors: a query string is at most the 16 KB of a URL, so the
+ * cost Fastify's default guards against is bounded).
  */
 export function validatorFactory(): BuildCompilerFromPool {
   const fastifyDefault = AjvCompiler();
   return (externalSchemas, options) => {
+    // Fastify passes its `ajv` server option here; this project sets none, so there is no JTD mode to keep.
+    const everyError = {
+      customOptions: { ...options?.customOptions, allErrors: true },
+    } as Parameters<BuildCompilerFromPool>[1];
     // Fastify calls a compiler with the route's definition; the typings name only its schema.
-    const others = fastifyDefault(externalSchemas, options) as unknown as RouteCompiler;
+    const others = fastifyDefault(externalSchemas, everyError) as unknown as RouteCompiler;
     const byPart: RouteCompiler = (route) => {
       if (route.httpPart === 'body') return compile(route.schema as object);
-      return coercesNumbers(route.schema) ? finiteOnly(others(route)) : others(route);
+      return coercesNumbers(route.schema) ? decimalOnly(others(route)) : others(route);
     };
     return byPart as unknown as ReturnType<BuildCompilerFromPool>;
   };
@@ -35,23 +40,30 @@ function coercesNumbers(schema: unknown): boolean {
   return /"(number|integer)"|"\$ref"/.test(JSON.stringify(schema) ?? '');
 }
 
+/** A number in a query string or path: decimal digits, with a sign and a fraction if any. */
+const DECIMAL = /^-?\d+(\.\d+)?$/;
+
 /*
- * Ajv coerces "1e309" or "Infinity" to Infinity for an integer, and then skips `maximum` for a number that is not
- * finite: `?limit=1e309` listed everything. A coerced text part is flat (name → value), so its values are checked.
+ * Ajv coerces any text JavaScript's Number() reads: "0x10" to 16, " 10" to 10, "1e3" to 1000, and "1e309" or
+ * "Infinity" to Infinity, for which it then skips `maximum` (`?limit=1e309` listed everything). A coerced text part is
+ * flat (name → value), so each value that became a number is checked against the text it came from.
  */
-function finiteOnly(validate: ValidateFunction): ValidateFunction {
+function decimalOnly(validate: ValidateFunction): ValidateFunction {
   const checked = ((data: unknown) => {
+    const texts = typeof data === 'object' && data !== null ? { ...(data as Record<string, unknown>) } : undefined;
     const valid = validate(data);
-    checked.errors = validate.errors;
-    if (!valid || typeof data !== 'object' || data === null) return valid;
-    for (const [name, value] of Object.entries(data)) {
-      if (typeof value !== 'number' || Number.isFinite(value)) continue;
-      checked.errors = [
-        { instancePath: `/${name}`, schemaPath: '#/type', keyword: 'type', params: {}, message: 'must be finite' },
-      ];
-      return false;
+    const errors = [...(validate.errors ?? [])];
+    for (const [name, value] of Object.entries(texts ? (data as Record<string, unknown>) : {})) {
+      const text = texts?.[name];
+      // A value the request did not send (a schema default) has no text to check.
+      if (typeof value !== 'number' || typeof text !== 'string' || (DECIMAL.test(text) && Number.isFinite(value)))
+        continue;
+      if (errors.some((e) => e.instancePath === `/${name}`)) continue;
+      const message = Number.isFinite(value) ? 'must be written in decimal digits' : 'must be finite';
+      errors.push({ instancePath: `/${name}`, schemaPath: '#/type', keyword: 'type', params: {}, message });
     }
-    return true;
+    checked.errors = errors.length > 0 ? errors : validate.errors;
+    return valid && errors.length === 0;
   }) as ValidateFunction;
   return checked;
 }

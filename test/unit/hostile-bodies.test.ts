@@ -81,6 +81,22 @@ describe('query values', () => {
   test('finite values still pass: ?limit=100&offset=0', async () => {
     expect((await call(api.app, '/orders?limit=100&offset=0')).status).toBe(200);
   });
+
+  test.each(['limit=0x10', 'limit=%2010', 'offset=1e3', 'limit=10%20', 'offset=+1', 'limit=0b11'])(
+    '?%s is a 400: a number in a query is written in decimal digits',
+    async (query) => {
+      const res = await call(api.app, `/orders?${query}`);
+      expect([res.status, res.body.errors?.[0]?.instance]).toEqual([400, `/querystring/${query.split('=')[0]}`]);
+    },
+  );
+
+  test('every offending parameter is named, as every offending field of a body is', async () => {
+    const pointers = async (url: string) =>
+      ((await call(api.app, url)).body.errors as { instance: string }[]).map((e) => e.instance).sort();
+    expect(await pointers('/orders?limit=0&offset=-1')).toEqual(['/querystring/limit', '/querystring/offset']);
+    expect(await pointers('/tasks?limit=0&status=bogus')).toEqual(['/querystring/limit', '/querystring/status']);
+    expect(await pointers('/orders?limit=0x10&offset=-1')).toEqual(['/querystring/limit', '/querystring/offset']);
+  });
 });
 
 describe('bodies', () => {
