@@ -43,18 +43,26 @@ const pointerToken = (name: unknown) => `/${String(name).replaceAll('~', '~0').r
 
 export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[] {
   const entries = errors.slice(0, MAX_FIELD_ERRORS).map((e) => {
-    // ajv's instancePath is escaped already; the names it reports in params are not.
-    const missing = e.keyword === 'required' ? pointerToken(e.params?.missingProperty) : '';
-    const extra = e.keyword === 'additionalProperties' ? pointerToken(e.params?.additionalProperty) : '';
-    const pointer = `${prefix}${e.instancePath ?? ''}${missing}${extra}` || '/';
+    const pointer = pointerOf(e, prefix);
     const detail = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
     return problem('invalid-field', `${pointer} ${detail}`, { instance: pointer });
   });
   const made = entries.length;
-  return listedErrors(made < errors.length ? [...entries, unlistedEntry(errors.length - made, '/')] : entries);
+  if (made === errors.length) return listedErrors(entries);
+  return listedErrors([...entries, unlistedEntry(errors.length - made, pointerOf(errors[made], prefix))]);
 }
 
-/** On an "and N more errors, not listed" entry: N, so a list holding it that is capped again counts them. */
+function pointerOf(e: AjvLikeError, prefix: string): string {
+  // ajv's instancePath is escaped already; the names it reports in params are not.
+  const missing = e.keyword === 'required' ? pointerToken(e.params?.missingProperty) : '';
+  const extra = e.keyword === 'additionalProperties' ? pointerToken(e.params?.additionalProperty) : '';
+  return `${prefix}${e.instancePath ?? ''}${missing}${extra}` || '/';
+}
+
+/**
+ * On an "and N more errors, not listed" entry: N, so a list holding it that is capped again counts them. Its
+ * instance is the first of the errors it stands for.
+ */
 const UNLISTED = Symbol('unlisted');
 type MaybeUnlisted = ProblemDetail & { [UNLISTED]?: number };
 
@@ -74,5 +82,7 @@ export function listedErrors(errors: ProblemDetail[]): ProblemDetail[] {
   const total = errors.reduce((n, e) => n + ((e as MaybeUnlisted)[UNLISTED] ?? 1), 0);
   if (total <= MAX_FIELD_ERRORS) return errors;
   const entries = listed.slice(0, MAX_FIELD_ERRORS - 1);
-  return [...entries, unlistedEntry(total - entries.length, entries[entries.length - 1]?.instance ?? '/')];
+  let kept = 0;
+  const firstLeftOut = errors.find((e) => (e as MaybeUnlisted)[UNLISTED] !== undefined || ++kept > entries.length);
+  return [...entries, unlistedEntry(total - entries.length, firstLeftOut?.instance ?? '/')];
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody, listedFailures } from '../http/bulk';
-import { halResource, link, type HalResource } from '../http/hal';
+import { halResource, link, type HalResource, type Link } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import { evaluatePreconditions } from '../http/preconditions';
 import { mergePatch } from '../http/merge-patch';
@@ -27,12 +27,14 @@ interface Planned {
   write: ResourceWrite;
 }
 
-/** The 2xx body of a bulk operation: the resources it wrote, embedded. */
+/**
+ * The 2xx body of a bulk operation: the resources it wrote, embedded, and linked as `item` in the order sent (as a
+ * page links its items), so an answer without `_embedded` (`embedded=`, a `fields` without it) still says which.
+ */
 function bulkBody(resource: RegisteredResource, reps: HalResource[]): HalResource {
   const { collection } = resource.decl;
-  return halResource({ count: reps.length }, { self: link(`/${collection}`) }, { [collection]: () => reps }, [
-    collection,
-  ]);
+  const links = { self: link(`/${collection}`), item: reps.map((r) => r._links.self as Link) };
+  return halResource({ count: reps.length }, links, { [collection]: () => reps }, [collection]);
 }
 
 /** GET (paged list), POST (one object, or a bulk create), PATCH (bulk update). */

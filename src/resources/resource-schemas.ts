@@ -139,7 +139,7 @@ export function resourceRouteSchemas(decl: ResourceDeclaration) {
   const bulk = halSchema({
     description: `The ${decl.collection} a bulk operation wrote.`,
     properties: { count: { type: 'integer', minimum: 0 } },
-    links: { self: 'one' },
+    links: { self: 'one', item: 'many' },
     embedded: { [decl.collection]: { type: 'array', items: ref(id) } },
   });
   const params = { type: 'object', properties: { id: { type: 'string', description: `the ${decl.name}'s id` } } };

@@ -6,6 +6,7 @@ import { halResource, link } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
 import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
+import { requireObjectBody } from '../problems/validation';
 import { pageLinks, type PageQuery } from '../http/paging';
 import { invalidField, problem } from '../problems/problem-detail';
 import { pointerToken } from '../lib/ill-formed-text';
@@ -209,7 +210,9 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     evaluatePreconditions(request);
     // The schema allows any object (or none), so what it finds is a body that is no JSON object: the usual 400.
     bodyErrors(request);
-    if (request.body !== undefined && request.body !== null) cancelBodyRefusal(request.body as object, s.id);
+    // No body (none, or an empty one) is a cancel. JSON null is a body, and no object: Fastify validates a missing
+    // body as null, so the schema lets both through, and null is refused here as 0 or [] are.
+    if (request.body !== undefined) cancelBodyRefusal(requireObjectBody(request.body), s.id);
     await store.cancel(s, 'requested');
     return reply
       .code(202)

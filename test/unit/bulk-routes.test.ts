@@ -68,7 +68,24 @@ describe('bulk create', () => {
       body: { order: [order(5, 41), order(0, 42)] },
     });
     expect(partly.status).toBe(400);
-    expect(partly.body.processed).toEqual({ _links: ok.body._links, count: 1 });
+    expect(Object.keys(partly.body.processed).sort()).toEqual(['_links', 'count']);
+    expect(partly.body.processed.count).toBe(1);
+  });
+
+  test('the answer links each resource it wrote (item, in order), also when _embedded is not selected', async () => {
+    const res = await call(api.app, '/orders?embedded=', { body: { order: [order(1, 50), order(2, 51)] } });
+    expect(res.status).toBe(201);
+    expect(res.body._embedded).toBeUndefined();
+    const hrefs: string[] = res.body._links.item.map((l: { href: string }) => l.href);
+    expect(hrefs).toHaveLength(2);
+    const numbers = await Promise.all(hrefs.map(async (href) => (await call(api.app, href)).body.orderNumber));
+    expect(numbers).toEqual([50, 51]);
+    const update = { order: hrefs.map((href) => ({ _links: { self: { href } }, status: 'packed' })) };
+    const patched = await call(api.app, '/orders?fields=_links', { method: 'PATCH', body: update });
+    expect([patched.status, patched.body]).toEqual([
+      200,
+      { _links: { self: { href: '/orders' }, item: hrefs.map((href) => ({ href })) } },
+    ]);
   });
 });
 

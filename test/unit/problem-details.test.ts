@@ -83,6 +83,16 @@ describe('errors[] lists at most MAX_FIELD_ERRORS', () => {
     expect(listed).toHaveLength(MAX_FIELD_ERRORS);
     expect(listed.at(-1)?.detail).toBe(`and ${5001 - (MAX_FIELD_ERRORS - 1)} more errors, not listed`);
     expect(listed.slice(0, -1).every((e) => !e.detail.startsWith('and '))).toBe(true);
+    // It points at the first error it stands for, never again at one listed.
+    expect(listed.at(-1)?.instance).toBe(`/items/${MAX_FIELD_ERRORS - 1}`);
+    expect(listed.slice(0, -1).map((e) => e.instance)).not.toContain(listed.at(-1)?.instance);
+  });
+
+  test('the entry for the errors not listed points at the first of them, whichever part of the list it is in', () => {
+    const few = fieldErrors(schemaErrors(3));
+    const many = Array.from({ length: 150 }, (_, i) => invalidField(`/relation/${i}`, 'names nothing'));
+    expect(listedErrors([...few, ...many]).at(-1)?.instance).toBe(`/relation/${MAX_FIELD_ERRORS - 4}`);
+    expect(fieldErrors(schemaErrors(MAX_FIELD_ERRORS + 5)).at(-1)?.instance).toBe(`/items/${MAX_FIELD_ERRORS - 1}`);
   });
 
   test('a list within the cap is answered as it is', () => {

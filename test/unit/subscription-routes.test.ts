@@ -277,6 +277,12 @@ describe('reading and cancelling', () => {
         named.map((k) => `/${k}`).sort(),
       );
     }
+    // JSON that is no object is no "no body" either: null is refused like 0, [] and "".
+    const json = { 'content-type': 'application/json' };
+    for (const raw of ['null', '0', '[]', '""']) {
+      const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', raw, headers: json });
+      expect([raw, res.status, res.body.type]).toEqual([raw, 400, problemType('validation-failed')]);
+    }
     expect((await call(tolerant.app, `/subscriptions/${UUID}`)).body.status).toBe('active');
     for (const body of [{ UUID: UUID.toUpperCase() }, { status: 'cancelled' }, { UUID, status: 'cancelled' }]) {
       expect((await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body })).status).toBe(202);
