@@ -9,12 +9,12 @@ import { ownBases, ownPath } from '../http/own-href';
 import { REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { pageLinks, type PageQuery } from '../http/paging';
 import { invalidField, type ProblemDetail } from '../problems/problem-detail';
-import { pointerToken } from '../lib/ill-formed-text';
 import { ProblemError } from '../problems/problem-error';
 import { applySelection, selectionOf, type Selection } from '../http/selection';
 import { requireObjectBody } from '../problems/validation';
 import { ID_PATTERN } from './resource-declaration';
 import { inputForm, type ResourceRouteDeps } from './resource-context';
+import { patchFromRepresentation } from './representation-input';
 import { prepareInput } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
@@ -195,13 +195,13 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     });
     if (!isObject(element))
       return fail(400, `Element ${index} must be an object.`, [invalidField('/', 'must be an object')]);
-    const { _links: links, ...patch } = element;
-    const target = selfTarget(links, index, bases);
+    const target = selfTarget(element._links, index, bases);
     if (!('id' in target)) return fail(400, target.detail, [target.error]);
     const existing = store.get(decl.collection, target.id);
     if (!existing) return fail(404, `Element ${index} names ${target.href}, which does not exist.`);
-    const changed = changedLinks(links as Record<string, unknown>, rep(existing)._links);
-    if (changed.length > 0) return fail(400, `Element ${index} changes _links other than self.`, changed);
+    const { patch, errors } = patchFromRepresentation(decl, element, existing.id, rep(existing)._links, bases);
+    if (errors.length > 0)
+      return fail(400, `Element ${index} sends _links or an id that are not the current ones.`, errors);
     const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
     if (!prepared.ok) return fail(400, `Element ${index} would make an invalid ${decl.name}.`, prepared.errors);
     return {
@@ -245,26 +245,4 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * An element's `_links` names the resource it changes (`self`). Its other links may be sent back as GET gave them (a
- * representation edited and sent back), but not changed: a relation is changed as a field (`"author": "/users/u-ada"`),
- * as in PATCH /<collection>/<id>. A changed or unknown link, ignored, would answer 200 and drop what the client asked.
- */
-function changedLinks(links: Record<string, unknown>, current: Record<string, unknown>): ProblemDetail[] {
-  const hrefs = (link: unknown): string => JSON.stringify(Array.isArray(link) ? link.map(hrefOf) : hrefOf(link));
-  return Object.keys(links)
-    .filter((rel) => rel !== 'self' && !(Object.hasOwn(current, rel) && hrefs(links[rel]) === hrefs(current[rel])))
-    .map((rel) =>
-      invalidField(
-        `/_links/${pointerToken(rel)}`,
-        'is not the current link: links other than self are sent back unchanged or not at all; ' +
-          'change a relation as a field',
-      ),
-    );
-}
-
-function hrefOf(link: unknown): unknown {
-  return typeof link === 'object' && link !== null && 'href' in link ? (link as { href: unknown }).href : link;
 }

@@ -6,7 +6,7 @@ import { ownBases } from '../http/own-href';
 import { ProblemError } from '../problems/problem-error';
 import { requireObjectBody } from '../problems/validation';
 import { findOr404, inputForm, type ResourceRouteDeps } from './resource-context';
-import { inputFromRepresentation, pointedAsSent } from './representation-input';
+import { inputFromRepresentation, patchFromRepresentation, pointedAsSent } from './representation-input';
 import { judgeInput, prepareInput } from './resource-input';
 import type { RegisteredResource } from './resource-registry';
 import { representation } from './resource-representation';
@@ -67,7 +67,22 @@ export function itemRoutes(app: FastifyInstance, resource: RegisteredResource, d
     store.changing([{ collection: decl.collection, id: request.params.id }], async (deadline) => {
       const existing = findOr404(store, resource, request.params.id);
       evaluatePreconditions(request);
-      const patch = requireObjectBody(request.body);
+      const sent = patchFromRepresentation(
+        decl,
+        requireObjectBody(request.body),
+        existing.id,
+        representation(existing, registry, store)._links,
+        ownBases(request, deps.publicUrl),
+      );
+      if (sent.errors.length > 0)
+        throw new ProblemError(
+          'validation-failed',
+          `The patch sends _links or an id that are not the ${decl.name}'s current ones.`,
+          {
+            errors: sent.errors,
+          },
+        );
+      const patch = sent.patch;
       const prepared = prepareInput(resource, mergePatch(inputForm(existing), patch), store, existing.data);
       if (!prepared.ok)
         throw new ProblemError('validation-failed', `The patched ${decl.name} would be invalid.`, {

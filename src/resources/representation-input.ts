@@ -1,4 +1,5 @@
 import { ownPath } from '../http/own-href';
+import { pointerToken } from '../lib/ill-formed-text';
 import { invalidField, type ProblemDetail } from '../problems/problem-detail';
 import type { ResourceDeclaration } from './resource-declaration';
 
@@ -88,4 +89,52 @@ export function pointedAsSent(
     const detail = error.detail.startsWith(`${at} `) ? sent + error.detail.slice(at.length) : error.detail;
     return { ...error, instance: sent, detail };
   });
+}
+
+/**
+ * A merge patch as a client may send it: a representation GET gave, edited and sent back, as a PUT may be (and as
+ * each element of a bulk PATCH is). Its `_links` are dropped once they check out: a `self` names this resource, the
+ * other links are the current ones (a relation is changed as a field: a changed or unknown link, ignored, would
+ * answer 200 and drop what the client asked). An `id` must be this resource's; what only the server sets
+ * (`createdAt`, `updatedAt`, `_embedded`) is dropped, as a PUT drops it.
+ */
+export function patchFromRepresentation(
+  decl: ResourceDeclaration,
+  body: Record<string, unknown>,
+  id: string,
+  current: Record<string, unknown>,
+  bases: readonly string[],
+): { patch: Record<string, unknown>; errors: ProblemDetail[] } {
+  const patch: Record<string, unknown> = { ...body };
+  const errors: ProblemDetail[] = [];
+  for (const field of ['id', '_links', ...SERVER_FIELDS])
+    if (!Object.hasOwn(decl.properties, field)) delete patch[field];
+  if (Object.hasOwn(body, 'id') && !Object.hasOwn(decl.properties, 'id') && body.id !== id) {
+    errors.push(invalidField('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
+  }
+  const links = body._links;
+  if (links === undefined) return { patch, errors };
+  if (!isObject(links)) return { patch, errors: [...errors, invalidField('/_links', 'must be an object of links')] };
+  if (links.self !== undefined && linkPath(links.self, bases) !== `/${decl.collection}/${id}`) {
+    errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} patched`));
+  }
+  return { patch, errors: [...errors, ...changedLinks(links, current)] };
+}
+
+/** The links other than self that are not the current ones. */
+function changedLinks(links: Record<string, unknown>, current: Record<string, unknown>): ProblemDetail[] {
+  const hrefs = (link: unknown): string => JSON.stringify(Array.isArray(link) ? link.map(hrefOf) : hrefOf(link));
+  return Object.keys(links)
+    .filter((rel) => rel !== 'self' && !(Object.hasOwn(current, rel) && hrefs(links[rel]) === hrefs(current[rel])))
+    .map((rel) =>
+      invalidField(
+        `/_links/${pointerToken(rel)}`,
+        'is not the current link: links other than self are sent back unchanged or not at all; ' +
+          'change a relation as a field',
+      ),
+    );
+}
+
+function hrefOf(link: unknown): unknown {
+  return typeof link === 'object' && link !== null && 'href' in link ? (link as { href: unknown }).href : link;
 }

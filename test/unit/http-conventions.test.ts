@@ -559,6 +559,29 @@ describe('methods', () => {
     expect(res.body).toMatchObject({ id, status: 'packed', createdAt: got.createdAt });
   });
 
+  test('PATCH takes back what GET gave, edited, as PUT and a bulk PATCH do; a changed link or id is 400', async () => {
+    const id = await createOrder();
+    const got = (await call(api.app, `/orders/${id}`)).body;
+    const patched = await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { ...got, status: 'packed' } });
+    expect([patched.status, patched.body.status, patched.body.createdAt]).toEqual([200, 'packed', got.createdAt]);
+    expect(patched.body._links).toEqual(got._links);
+    const refused = [
+      [{ _links: { ...got._links, author: { href: '/users/u-grace' } } }, '/_links/author'],
+      [{ _links: { self: { href: '/orders/someone-else' } } }, '/_links/self/href'],
+      [{ id: 'someone-else' }, '/id'],
+      [{ _links: 'x' }, '/_links'],
+    ] as const;
+    for (const [body, pointer] of refused) {
+      const res = await call(api.app, `/orders/${id}`, { method: 'PATCH', body: { ...body, status: 'lost' } });
+      expect([pointer, res.status, res.body.errors?.map((e: { instance: string }) => e.instance)]).toEqual([
+        pointer,
+        400,
+        [pointer],
+      ]);
+    }
+    expect((await call(api.app, `/orders/${id}`)).body.status).toBe('packed');
+  });
+
   test('PUT of a representation naming another resource is 400 and changes nothing', async () => {
     const id = await createOrder();
     const other = await createOrder({ ...newOrder, orderNumber: 71 });
