@@ -1,3 +1,4 @@
+import { pointerToken } from '../lib/ill-formed-text';
 import type { FastifyRequest } from 'fastify';
 import { MAX_FIELD_ERRORS, problem, type ProblemDetail } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
@@ -16,8 +17,18 @@ export function isBulkBody(body: unknown, name: string): body is Record<string, 
 
 export function bulkElements(body: unknown, name: string): unknown[] {
   if (!isBulkBody(body, name)) {
+    const given = typeof body === 'object' && body !== null && !Array.isArray(body) ? Object.keys(body) : [];
+    const missing = !given.includes(name);
+    // A member under another name (`orders` for `order`) is named too: told only "/order is required", a client
+    // would not see which of its members was the mistake.
+    const others = given.filter((k) => k !== name);
     throw new ProblemError('validation-failed', `A bulk body is {"${name}": [ ... ]}.`, {
-      errors: [problem('invalid-field', `/${name} must be an array`, { instance: `/${name}` })],
+      errors: [
+        problem('invalid-field', `/${name} ${missing ? 'is required: an array' : 'must be an array'}`, {
+          instance: `/${name}`,
+        }),
+        ...others.map((k) => unknownMember(k, name)),
+      ],
     });
   }
   const elements = body[name];
@@ -29,7 +40,7 @@ export function bulkElements(body: unknown, name: string): unknown[] {
       {
         errors:
           extra.length > 0
-            ? extra.map((k) => problem('invalid-field', `/${k} is not a known field`, { instance: `/${k}` }))
+            ? extra.map((k) => unknownMember(k, name))
             : [
                 problem('invalid-field', `/${name} must have 1 to ${MAX_BULK_ELEMENTS} elements`, {
                   instance: `/${name}`,
@@ -39,6 +50,13 @@ export function bulkElements(body: unknown, name: string): unknown[] {
     );
   }
   return elements;
+}
+
+function unknownMember(key: string, name: string) {
+  const pointer = `/${pointerToken(key)}`;
+  return problem('invalid-field', `${pointer} is not a known field; a bulk body holds only "${name}"`, {
+    instance: pointer,
+  });
 }
 
 /** Non-atomic processing is opt-in (`?atomic=false`); the spec discourages it. */

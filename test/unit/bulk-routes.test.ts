@@ -48,6 +48,10 @@ describe('bulk create', () => {
     expect(extra.status).toBe(400);
     expect(extra.body.errors[0].instance).toBe('/note');
     expect((await call(api.app, '/orders?atomic=maybe', { body: { order: [order(1)] } })).status).toBe(400);
+    // A bulk PATCH under the collection's name: both the member missing and the one sent are named.
+    const misnamed = await call(api.app, '/orders', { method: 'PATCH', body: { orders: [order(1)] } });
+    const pointers = misnamed.body.errors.map((e: { instance: string }) => e.instance);
+    expect([misnamed.status, pointers]).toEqual([400, ['/order', '/orders']]);
   });
 
   test('non-atomic on opt-in: the valid elements are created, the failure reported with processed', async () => {
