@@ -35,22 +35,9 @@ export function inputFromRepresentation(
   if (!isObject(body) || !(has('_links') || has('id') || SERVER_FIELDS.some(serverField))) {
     return { body, errors: [], linked: [] };
   }
-  const errors: ProblemDetail[] = [];
+  const { input, errors, links } = sentBack(decl, body, id, bases);
   const linked: string[] = [];
-  const input: Record<string, unknown> = { ...body };
-  for (const field of ['id', '_links', ...SERVER_FIELDS])
-    if (!Object.hasOwn(decl.properties, field)) delete input[field];
-  if (Object.hasOwn(body, 'id') && body.id !== id) {
-    errors.push(invalidField('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
-  }
-  const links = body._links;
   if (links === undefined) return { body: input, errors, linked };
-  if (!isObject(links)) {
-    return { body: input, errors: [...errors, invalidField('/_links', 'must be an object of links')], linked };
-  }
-  if (links.self !== undefined && linkPath(links.self, bases) !== `/${decl.collection}/${id}`) {
-    errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
-  }
   for (const [rel, r] of Object.entries(decl.relations)) {
     const given = links[rel];
     if (input[rel] !== undefined || given === undefined) continue;
@@ -105,20 +92,35 @@ export function patchFromRepresentation(
   current: Record<string, unknown>,
   bases: readonly string[],
 ): { patch: Record<string, unknown>; errors: ProblemDetail[] } {
-  const patch: Record<string, unknown> = { ...body };
+  const { input, errors, links } = sentBack(decl, body, id, bases);
+  return { patch: input, errors: links ? [...errors, ...changedLinks(links, current)] : errors };
+}
+
+/**
+ * What a PUT and a PATCH do alike with a representation sent back: `id`, `_links` and the server's fields dropped
+ * from the input; an `id` or a `_links.self` naming another resource than the path is an error, and so are
+ * `_links` that are no object of links. `links`: the object of links, when there is one.
+ */
+function sentBack(
+  decl: ResourceDeclaration,
+  body: Record<string, unknown>,
+  id: string,
+  bases: readonly string[],
+): { input: Record<string, unknown>; errors: ProblemDetail[]; links?: Record<string, unknown> } {
+  const input: Record<string, unknown> = { ...body };
   const errors: ProblemDetail[] = [];
   for (const field of ['id', '_links', ...SERVER_FIELDS])
-    if (!Object.hasOwn(decl.properties, field)) delete patch[field];
-  if (Object.hasOwn(body, 'id') && !Object.hasOwn(decl.properties, 'id') && body.id !== id) {
+    if (!Object.hasOwn(decl.properties, field)) delete input[field];
+  if (Object.hasOwn(body, 'id') && body.id !== id) {
     errors.push(invalidField('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
   }
   const links = body._links;
-  if (links === undefined) return { patch, errors };
-  if (!isObject(links)) return { patch, errors: [...errors, invalidField('/_links', 'must be an object of links')] };
+  if (links === undefined) return { input, errors };
+  if (!isObject(links)) return { input, errors: [...errors, invalidField('/_links', 'must be an object of links')] };
   if (links.self !== undefined && linkPath(links.self, bases) !== `/${decl.collection}/${id}`) {
-    errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} patched`));
+    errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
   }
-  return { patch, errors: [...errors, ...changedLinks(links, current)] };
+  return { input, errors, links };
 }
 
 /** The links other than self that are not the current ones. */
