@@ -64,7 +64,7 @@ export interface IdempotentCreation<T> {
  * Runs a creating POST under its Idempotency-Key, when it has one: a repeat
  * (same tenant, key and request, within 24 h) is answered like the first and
  * creates nothing; the same key with another request is 422; a repeat while
- * the first has not answered yet is 409.
+ * the first is still writing is 409 (once its write landed, a repeat gets its answer).
  */
 export async function idempotently<T>(
   request: FastifyRequest,
@@ -88,7 +88,7 @@ export async function idempotently<T>(
     case 'in-flight':
       throw new ProblemError(
         'idempotency-key-in-flight',
-        'A request with this Idempotency-Key has not answered yet; retry later to get its answer.',
+        'A request with this Idempotency-Key is still writing what it creates; retry later to get its answer.',
         { headers: { 'retry-after': '1' } },
       );
     default:

@@ -220,7 +220,9 @@ export function taskRouteSchemas(typeNames: string[]) {
           },
         ),
         403: problemResponse('subscription-rejected: the callbackUrl is not allowed (errors[] names /callbackUrl).'),
-        409: problemResponse('idempotency-key-in-flight: the first request with this key has not answered yet.'),
+        409: problemResponse(
+          'idempotency-key-in-flight: the first request with this key is still writing what it creates.',
+        ),
         422: problemResponse('idempotency-key-reused: this key was used for another request.'),
       },
     },
