@@ -33,6 +33,25 @@ describe('Idempotency-Key', () => {
     expect(requests()).toBe(before);
   });
 
+  test('a repeat while the first is held by Prefer: wait gets its answer at once: the write has landed', async () => {
+    const key = freshKey();
+    let firstAnswered = false;
+    const first = call(api.app, '/tasks', { body: countdown, ...keyed(key, { prefer: 'wait=3' }) }).then((res) => {
+      firstAnswered = true;
+      return res;
+    });
+    // The first's task is written while its answer still waits for the task to end (no runner here: 3 s).
+    const requests = () => api.kafka.publisher.on(api.kafka.topics.taskRequests).length;
+    const before = requests();
+    for (let i = 0; i < 200 && requests() === before; i += 1) await new Promise((r) => setTimeout(r, 10));
+    expect(requests()).toBe(before + 1);
+    const again = await call(api.app, '/tasks', { body: countdown, ...keyed(key) });
+    expect([again.status, again.headers['idempotent-replayed'], firstAnswered]).toEqual([202, 'true', false]);
+    const answered = await first;
+    expect([answered.status, answered.body.taskId]).toEqual([202, again.body.taskId]);
+    expect(requests()).toBe(before + 1);
+  });
+
   test('the same key with another body is 422; the key is per tenant', async () => {
     const key = freshKey();
     expect((await call(api.app, '/tasks', { body: countdown, ...keyed(key) })).status).toBe(202);
