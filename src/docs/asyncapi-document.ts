@@ -25,7 +25,33 @@ const CLOUD_EVENTS_HEADERS = {
     'content-type': { const: 'application/json' },
     traceparent: { type: 'string', pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
   },
-  required: ['ce_specversion', 'ce_id', 'ce_type', 'ce_source', 'content-type'],
+  required: ['ce_specversion', 'ce_id', 'ce_type', 'ce_source', 'ce_subject', 'ce_time', 'content-type'],
+};
+
+/** A task event's headers: the CloudEvents ones, and always the task's tenant. */
+const TASK_EVENT_HEADERS = {
+  ...CLOUD_EVENTS_HEADERS,
+  required: [...CLOUD_EVENTS_HEADERS.required, 'ce_tenant'],
+};
+
+/** What a task request's headers may hold: the api's trace context, and what the runner adds to one it moves. */
+const TASK_REQUEST_HEADERS = {
+  type: 'object',
+  properties: {
+    traceparent: {
+      ...CLOUD_EVENTS_HEADERS.properties.traceparent,
+      description: "W3C trace context: the task's run and events continue this trace",
+    },
+    'hookstream-moved-from': {
+      type: 'string',
+      pattern: '^[0-9]+:[0-9]+$',
+      description: "written by the runner on a request it moved to its key's partition (<partition>:<offset>)",
+    },
+    'hookstream-too-large': {
+      type: 'string',
+      description: 'written by the runner on the stand-in of a request too large to move; leave it out',
+    },
+  },
 };
 
 const PROBLEM = {
@@ -59,12 +85,18 @@ const TASK_EVENT_DATA: Record<TaskEventKind, object> = {
 };
 
 /** An event in the CloudEvents binding: a JSON object whose `event` is its kind, keyed as `key` says. */
-function cloudEventMessage(kind: string, key: string, properties: Record<string, object>, required: string[]): object {
+function cloudEventMessage(
+  kind: string,
+  key: string,
+  properties: Record<string, object>,
+  required: string[],
+  headers = 'cloudEventsHeaders',
+): object {
   return {
     name: kind,
     title: kind,
     contentType: 'application/json',
-    headers: ref('#/components/schemas/cloudEventsHeaders'),
+    headers: ref(`#/components/schemas/${headers}`),
     payload: {
       type: 'object',
       properties: { event: { const: kind }, ...properties },
@@ -88,7 +120,8 @@ function taskEventMessage(kind: TaskEventKind, taskTypes: string[]): object {
     time: { type: 'string', format: 'date-time' },
     data: TASK_EVENT_DATA[kind],
   };
-  return cloudEventMessage(kind, 'the task id', properties, ['taskId', 'type', 'attempt', 'time', 'data']);
+  const required = ['taskId', 'type', 'attempt', 'time', 'data'];
+  return cloudEventMessage(kind, 'the task id', properties, required, 'taskEventHeaders');
 }
 
 function taskRequestMessage(taskTypes: TaskType[]): object {
@@ -97,6 +130,7 @@ function taskRequestMessage(taskTypes: TaskType[]): object {
     title: 'A task to run',
     summary: 'Produce one to submit a task from Kafka; the runner validates it as POST /tasks does.',
     contentType: 'application/json',
+    headers: ref('#/components/schemas/taskRequestHeaders'),
     payload: {
       oneOf: taskTypes.map((t) => ({
         type: 'object',
@@ -131,10 +165,23 @@ function domainEventMessage(decl: ResourceDeclaration, change: 'created' | 'upda
   const properties = {
     resource: { type: 'string', pattern: `^/${decl.collection}/` },
     id: { type: 'string' },
-    ...(deleted ? {} : { data: { type: 'object', properties: decl.properties } }),
+    ...(deleted ? {} : { data: resourceData(decl) }),
   };
   const required = ['resource', 'id', ...(deleted ? [] : ['data'])];
   return cloudEventMessage(`${decl.name}.${change}`, `${decl.collection}/<id>`, properties, required);
+}
+
+/** A resource's data as its events carry it: its fields, and its relations as ids. */
+function resourceData(decl: ResourceDeclaration): object {
+  const relations = Object.entries(decl.relations).map(([rel, r]) => {
+    const id = { type: 'string', description: `the id of one of /${r.collection}` };
+    return [rel, r.many ? { type: 'array', items: id } : id] as const;
+  });
+  return {
+    type: 'object',
+    properties: { ...decl.properties, ...Object.fromEntries(relations) },
+    additionalProperties: false,
+  };
 }
 
 const DEAD_LETTER = {
@@ -225,6 +272,13 @@ export function asyncApiDocument(args: {
       readDomainEvents: operation('receive', 'domainEvents', domainEvents, 'Follow changes of resources.'),
       readDeadLetters: operation('receive', 'callbackDeadLetters', ['callbackDeadLettered'], 'Inspect dead letters.'),
     },
-    components: { schemas: { cloudEventsHeaders: CLOUD_EVENTS_HEADERS }, messages },
+    components: {
+      schemas: {
+        cloudEventsHeaders: CLOUD_EVENTS_HEADERS,
+        taskEventHeaders: TASK_EVENT_HEADERS,
+        taskRequestHeaders: TASK_REQUEST_HEADERS,
+      },
+      messages,
+    },
   };
 }

@@ -104,7 +104,9 @@ test('the document parses, and real records of every user-facing topic match the
   const slowHref = `/tasks/${slow.body.taskId}`;
   await until(async () => ((await http(service.url, slowHref)).body.status === 'running' ? true : undefined));
   expect((await http(service.url, slowHref, { method: 'PATCH', body: { status: 'cancelled' } })).status).toBe(202);
-  const order = await http(service.url, '/orders', { body: { orderNumber: 7, itemCount: 1, status: 'open' } });
+  // With its relations: the events carry them as ids, and the document must say so (its data lists every member).
+  const withRelations = { orderNumber: 7, itemCount: 1, status: 'open', author: 'u-ada', items: ['i-widget'] };
+  const order = await http(service.url, '/orders', { body: withRelations });
   expect(order.status).toBe(201);
   const href = order.headers.get('location') as string;
   expect((await http(service.url, href, { method: 'PATCH', body: { status: 'paid' } })).status).toBe(200);
@@ -130,6 +132,17 @@ test('the document parses, and real records of every user-facing topic match the
   const changes = await records(service.kafka.topics.domainEvents, (k) => k === key, 3);
   expect(changes.map((r) => r.headers.ce_type)).toEqual(['order.created', 'order.updated', 'order.deleted']);
   for (const r of changes) check('domainEvents', r.headers.ce_type, r);
+  // What is always on the records is declared so: relations in a change's data, a task event's subject, time and
+  // tenant, and the trace context a producer of task requests may send.
+  const created = doc.components.messages.orderCreated.payload as { properties: { data: { properties: object } } };
+  expect(Object.keys(created.properties.data.properties)).toEqual(expect.arrayContaining(['author', 'items']));
+  expect(schemas.taskEventHeaders).toMatchObject({
+    required: expect.arrayContaining(['ce_subject', 'ce_time', 'ce_tenant']),
+  });
+  expect(messageOf('taskRequests', 'task.request').headers).toEqual({
+    $ref: '#/components/schemas/taskRequestHeaders',
+  });
+  expect(schemas.taskRequestHeaders).toMatchObject({ properties: { traceparent: expect.any(Object) } });
   const [dead] = await records(service.kafka.topics.callbackDeadLetters, () => true, 1);
   check('callbackDeadLetters', 'callback.dead-lettered', dead);
 }, 90000);
