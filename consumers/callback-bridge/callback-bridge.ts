@@ -6,6 +6,7 @@ import type {
   Publisher,
   StateView,
 } from '../../src/kafka/types';
+import { MembershipLease } from '../../src/kafka/membership-lease';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
@@ -207,13 +208,16 @@ const STOP_GRACE_MS = 5000;
 export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<ConsumerHandle> {
   const logger = deps.logger.child({ component: 'callback-bridge' });
   const agent = createCallbackAgent(deps.allowPrivate);
-  const bridge = new CallbackBridge(deps, agent, logger);
+  // The group consumer keeps it; the lanes ask it before each callback (send-clearance.ts).
+  const membership = new MembershipLease();
+  const bridge = new CallbackBridge({ ...deps, membership }, agent, logger);
   const unwatch = deps.metrics?.watchCallbackBacklogs(() => bridge.backlogs());
   const events = await deps.runGroupConsumer({
     groupId: deps.groupId,
     topics: [deps.topics.taskEvents, deps.topics.domainEvents],
     maxInFlight: deps.concurrency,
     stopGraceMs: STOP_GRACE_MS,
+    membership,
     handle: (record, signal, holdCommit) => bridge.onEvent(record, signal, holdCommit),
     onAssigned: (topic, partition, signal, resumeAt) => bridge.assigned(topic, partition, signal, resumeAt),
   });

@@ -10,15 +10,15 @@ import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import { randomHex } from '../../src/lib/random-hex';
 import type { CancelReason } from '../../src/subscriptions/subscription';
-import { LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import type { AttemptRecorder } from './attempt-recorder';
 import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
+import { SendClearance, type ClearanceDeps } from './send-clearance';
 import { untilDone, type StepOf } from './until-done';
 import { MAX_SEND_BYTES, tooLarge } from '../../src/kafka/record-size';
 
-export interface LaneDeps {
+export interface LaneDeps extends ClearanceDeps {
   publisher: Publisher;
   /** the delivery history's writer, shared by every lane */
   history: AttemptRecorder;
@@ -102,6 +102,7 @@ export class DeliveryLane {
   /** somebody was told the lane had no room, and waits to hear of it */
   private roomWanted = false;
   private readonly failureLog: CallbackFailureLog;
+  private readonly clearance: SendClearance;
 
   constructor(
     private readonly subscriptionId: string,
@@ -109,6 +110,7 @@ export class DeliveryLane {
     private readonly events: Pick<LaneEvents, 'onIdle'> & Partial<LaneEvents>,
   ) {
     this.failureLog = deps.failureLog ?? new CallbackFailureLog(deps.logger);
+    this.clearance = new SendClearance(deps, (what) => this.step(what));
   }
 
   /**
@@ -222,8 +224,8 @@ export class DeliveryLane {
   ): Promise<(CallbackResult & { retryInMs?: number }) | undefined> {
     // A handed-back event is not sent again: the retry loop's pause ends at once on the abort, and comes here.
     if (signal.aborted) throw new LaneStopped();
-    const syncing = this.freshSubscriptions(signal);
-    if (syncing) await syncing;
+    const waiting = this.clearance.wait(signal);
+    if (waiting) await waiting;
     const sub = this.deps.subscriptions.get(this.subscriptionId);
     if (!sub || sub.status !== 'active') return undefined;
     const { timeoutMs } = this.deps.callbacks;
@@ -282,29 +284,6 @@ export class DeliveryLane {
       );
     }
     return { ...result, retryInMs };
-  }
-
-  /**
-   * Resolves while the subscriptions view is within its lease: every cancellation answered 202 before now is seen
-   * (subscription-lease.ts). One sync serves every lane for the length of a lease; the next is begun half a lease
-   * early, so a busy lane seldom waits for one.
-   */
-  private freshSubscriptions(signal: AbortSignal): Promise<void> | undefined {
-    const view = this.deps.subscriptions.view;
-    // Synced within the last half lease: nothing to wait for and no early sync due. Most callbacks of a busy lane
-    // get here, and answer without a promise (each costs, and more where async hooks are on).
-    if (view.syncedAt >= Date.now() - SUBSCRIPTIONS_LEASE_MS / 2) return undefined;
-    return this.syncSubscriptions(view, signal);
-  }
-
-  private async syncSubscriptions(view: SubscriptionStore['view'], signal: AbortSignal): Promise<void> {
-    void view.syncedSince(Date.now() - SUBSCRIPTIONS_LEASE_MS / 2, this.deps.kafkaTimeoutMs).catch(() => undefined);
-    for (;;) {
-      const since = Date.now() - SUBSCRIPTIONS_LEASE_MS;
-      await untilDone(signal, this.step('sync subscriptions'), () => view.syncedSince(since, this.deps.kafkaTimeoutMs));
-      // A sync that took a while may have begun more than a lease before now: then ask again.
-      if (Date.now() - SUBSCRIPTIONS_LEASE_MS <= since + LEASE_SLACK_MS) return;
-    }
   }
 
   private async deadLetter(

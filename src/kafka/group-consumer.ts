@@ -7,8 +7,17 @@ import { CommittedOffsets } from './committed-offsets';
 import { recoverFromFatalCrash } from './crash-recovery';
 import { InFlightSlots } from './in-flight-slots';
 import { LagProbe, tp, type LagSources } from './lag-probe';
+import { watchMembership } from './membership-events';
 import { PartitionProgress } from './partition-progress';
 import type { CommitHold, GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
+
+/** What kafkajs tells of a completed join (its GROUP_JOIN event). */
+interface GroupJoin {
+  memberId: string;
+  memberAssignment: Record<string, number[]>;
+  /** from the join's start to its end, ms */
+  duration: number;
+}
 
 /** The reason given to a handler's signal when its work is handed back rather than cancelled. */
 export class HandBack extends Error {
@@ -61,6 +70,9 @@ export async function runGroupConsumer(
 
   /** counts assignments: an answer about the partitions of an older one is not acted on */
   let joins = 0;
+  /** the member id of the latest join: another one means the member was dropped from the group meanwhile */
+  let memberId: string | undefined;
+  const sessionTimeoutMs = options.sessionTimeoutMs ?? 10000;
   /** the partitions of the latest assignment */
   let assignment = new Set<string>();
   /** where committed offsets are read: the assignment's (announce) and the lag probe's, kept apart */
@@ -107,6 +119,7 @@ export async function runGroupConsumer(
   /** Replaces a member kafkajs gave up on: its work is handed back, as on a revocation, and a fresh member joins. */
   function restart(crashed: Consumer): void {
     if (stopping || consumer !== crashed) return;
+    options.membership?.lapse();
     for (const key of [...work.keys()]) handBack(key, 'revoked');
     start().catch((err: unknown) => {
       logger.warn({ groupId: options.groupId, err }, 'consumer did not restart; trying again');
@@ -118,7 +131,7 @@ export async function runGroupConsumer(
     const member = kafka.consumer({
       groupId: options.groupId,
       readUncommitted: false,
-      sessionTimeout: options.sessionTimeoutMs ?? 10000,
+      sessionTimeout: sessionTimeoutMs,
       heartbeatInterval: 1000,
       maxWaitTimeInMs: 1000,
     });
@@ -136,6 +149,7 @@ export async function runGroupConsumer(
         to: BigInt(payload.lastOffset) + 1n,
       });
     });
+    if (options.membership) watchMembership(member, options.membership);
     recoverFromFatalCrash(member, logger, options.groupId, () => restart(member));
     try {
       await member.connect();
@@ -147,14 +161,20 @@ export async function runGroupConsumer(
     }
   }
 
-  function onJoin({ payload }: { payload: { memberAssignment: Record<string, number[]> } }): void {
+  function onJoin({ payload }: { payload: GroupJoin }): void {
+    options.membership?.joined(Date.now() - payload.duration, sessionTimeoutMs);
+    // A member the coordinator dropped (its session expired: a paused process) rejoins under a new id, and its
+    // partitions may have been another's meanwhile, who went on from the committed offset: work begun before is
+    // handed back even where the partition came back to it, or it would be done again after the other's.
+    const rejoined = memberId !== undefined && payload.memberId !== memberId;
+    memberId = payload.memberId;
     const assigned = new Set<string>();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const p of partitions) assigned.add(tp(topic, p));
     }
     for (const key of [...fetched.keys()]) if (!assigned.has(key)) fetched.delete(key);
     for (const key of [...work.keys()]) {
-      if (assigned.has(key)) continue;
+      if (assigned.has(key) && !rejoined) continue;
       handBack(key, 'revoked');
       const [topic, partition] = key.split('\u0000');
       options.onRevoked?.(topic, Number(partition));

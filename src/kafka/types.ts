@@ -1,5 +1,6 @@
 import type { KindedError } from '../problems/problem-error';
 import type { Topics } from './topics';
+import type { MembershipLease } from './membership-lease';
 /**
  * The small interfaces the rest of the code sees. Only src/kafka/ knows these
  * are backed by kafkajs, so the client library can be swapped.
@@ -193,6 +194,8 @@ export interface GroupConsumerOptions {
   /** at most this many records are handled at once; offsets commit only below the oldest unfinished one */
   maxInFlight: number;
   sessionTimeoutMs?: number;
+  /** told of the member's joins, heartbeats and rebalances: whether it may still act for its partitions */
+  membership?: MembershipLease;
   /**
    * On stop, how long records under way may go on to finish (and be committed) before the rest are handed back;
    * 0 (the default) hands them back at once. Nothing new is started meanwhile.

@@ -1,9 +1,8 @@
 import type { RunningService } from '../../src/service';
-import { auditSubscription, type CallbackAudit } from '../support/callback-audit';
+import { auditLoad } from '../support/callback-audit';
 import { ChaosReceiver } from '../support/chaos-receiver';
 import { startChildService, type ChildService } from '../support/child-service';
-import { settled } from '../support/settled';
-import { finalsOf, TaskEventLog } from '../support/task-event-log';
+import { TaskEventLog } from '../support/task-event-log';
 import { TaskLoad } from '../support/task-load';
 import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
@@ -83,25 +82,16 @@ test('a bridge SIGTERMed 3 times under callback load: 0 lost, 0 callbacks accept
     await running.stop();
   }
 
-  const subs = running.accepted.map((s) => ({ task: s.taskId as string, sub: s.subscriptionId as string }));
-  const audits = (): CallbackAudit[] =>
-    subs.map(({ task, sub }) => auditSubscription(sub, events.byTask.get(task) ?? [], accepting.deliveries));
-  const complete = await settled(async () => {
-    if (!subs.every(({ task }) => finalsOf(events.byTask.get(task)) > 0)) return undefined;
-    return audits().every((a) => a.lost === 0) ? true : undefined;
-  }, 60000);
-  await events.catchUp(30000);
-  const results = audits();
-  const sum = (f: (a: CallbackAudit) => number) => results.reduce((n, a) => n + f(a), 0);
+  const audit = await auditLoad(running.accepted, events, accepting.deliveries, 60000);
   const figures = {
     accepted: running.accepted.length,
     stops,
     stalled,
-    complete,
+    complete: audit.complete,
     callbacks: accepting.acceptedCount,
-    lost: sum((a) => a.lost),
-    duplicates: sum((a) => a.duplicates),
-    inversions: sum((a) => a.inversions),
+    lost: audit.lost,
+    duplicates: audit.duplicates,
+    inversions: audit.inversions,
   };
   console.log(`bridge-sigterm: ${JSON.stringify(figures)} logs: ${bridges.map((b) => b.logFile).join(' ')}`);
 

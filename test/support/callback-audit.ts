@@ -1,6 +1,8 @@
 import { webhookId } from '../../consumers/callback-bridge/bridge-event';
 import type { Delivery } from './chaos-receiver';
-import type { LoggedEvent } from './task-event-log';
+import { settled } from './settled';
+import type { Submission } from './task-load';
+import { finalsOf, type LoggedEvent, type TaskEventLog } from './task-event-log';
 
 /** What one subscription received, compared with the events it should have received. */
 export interface CallbackAudit {
@@ -72,5 +74,42 @@ export function auditSubscription(
     splitIds: [...idsByContent.values()].filter((ids) => ids.size > 1).length,
     inversions,
     order: first.map((d) => (d.event === 'task.progress' ? `p${String(d.data.current)}` : d.event.slice(5))),
+  };
+}
+
+/** What a load's subscriptions received, summed over them (see auditSubscription). */
+export interface LoadAudit {
+  /** every task's final event was read and no subscription missed an event, within the wait */
+  complete: boolean;
+  lost: number;
+  duplicates: number;
+  inversions: number;
+}
+
+/**
+ * Audits the subscription each accepted task was submitted with, once every task has its final event on the topic
+ * and no subscription lacks an event, or once `settleMs` have passed (then what is missing is counted).
+ */
+export async function auditLoad(
+  accepted: Submission[],
+  events: TaskEventLog,
+  deliveries: Delivery[],
+  settleMs: number,
+): Promise<LoadAudit> {
+  const subs = accepted.map((s) => ({ task: s.taskId as string, sub: s.subscriptionId as string }));
+  const audits = (): CallbackAudit[] =>
+    subs.map(({ task, sub }) => auditSubscription(sub, events.byTask.get(task) ?? [], deliveries));
+  const complete = await settled(async () => {
+    if (!subs.every(({ task }) => finalsOf(events.byTask.get(task)) > 0)) return undefined;
+    return audits().every((a) => a.lost === 0) ? true : undefined;
+  }, settleMs);
+  await events.catchUp(30000);
+  const results = audits();
+  const sum = (f: (a: CallbackAudit) => number) => results.reduce((n, a) => n + f(a), 0);
+  return {
+    complete,
+    lost: sum((a) => a.lost),
+    duplicates: sum((a) => a.duplicates),
+    inversions: sum((a) => a.inversions),
   };
 }

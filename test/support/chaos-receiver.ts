@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { listenOnLoopback } from './receiver';
 
 /** One callback request as the receiver saw it and answered it. */
@@ -14,6 +15,8 @@ export interface Delivery {
   status: number;
   /** a 2xx the receiver finished writing: the bridge may call it delivered */
   accepted: boolean;
+  /** who sent it, when the receiver was given a way to tell (ChaosReceiver's `identify`) */
+  sender?: string;
 }
 
 export interface ChaosReply {
@@ -53,9 +56,17 @@ export class ChaosReceiver {
   private server: Server | undefined;
   url = '';
 
-  constructor(private readonly policy: ChaosPolicy = () => ({ status: 200 })) {}
+  /**
+   * `identify` names the sender of a new connection from its peer port (test/support/socket-owner.ts): asked once per
+   * connection, while it is new.
+   */
+  constructor(
+    private readonly policy: ChaosPolicy = () => ({ status: 200 }),
+    private readonly identify?: (peerPort: number) => string | undefined,
+  ) {}
 
   async start(): Promise<this> {
+    const senders = new WeakMap<Socket, string | undefined>();
     this.server = createServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => {
@@ -82,6 +93,8 @@ export class ChaosReceiver {
           data: (json.data ?? {}) as Record<string, unknown>,
           status: reply.status,
           accepted: false,
+          // Asked again if the connection's own moment could not tell (the sender's socket table was read mid-change).
+          sender: senders.get(req.socket) ?? this.identify?.(req.socket.remotePort ?? 0),
         };
         this.deliveries.push(d);
         // A caller killed mid-request leaves a dead socket; writing to it is not an error worth a crash.
@@ -98,6 +111,9 @@ export class ChaosReceiver {
         else send();
       });
     });
+    const identify = this.identify;
+    if (identify)
+      this.server.on('connection', (socket: Socket) => senders.set(socket, identify(socket.remotePort ?? 0)));
     this.url = await listenOnLoopback(this.server);
     return this;
   }

@@ -2,6 +2,7 @@ import { MockAgent, type Agent } from 'undici';
 import { DeliveryLane, type LaneDeps } from '../../consumers/callback-bridge/delivery-lanes';
 import { LaneStopped } from '../../consumers/callback-bridge/lane-job';
 import { createLogger } from '../../src/logger';
+import { until } from '../support/until';
 import { CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { AttemptRecorder } from '../../consumers/callback-bridge/attempt-recorder';
@@ -293,5 +294,63 @@ describe('DeliveryLane and the subscriptions lease', () => {
 
   test('the lease with its slack is shorter than the time a cancel waits before its 202', () => {
     expect(SUBSCRIPTIONS_LEASE_MS + LEASE_SLACK_MS).toBeLessThan(CANCEL_SETTLE_MS / 2);
+  });
+});
+
+/** A membership the test grants: it counts the callbacks that came to wait for it. */
+class GatedMembership {
+  granted = false;
+  waits = 0;
+  private readonly wakes: (() => void)[] = [];
+
+  held(): boolean {
+    return this.granted;
+  }
+
+  whenHeld(signal: AbortSignal): Promise<boolean> {
+    this.waits += 1;
+    return new Promise((resolve) => {
+      this.wakes.push(() => resolve(true));
+      signal.addEventListener('abort', () => resolve(false));
+    });
+  }
+
+  grant(): void {
+    this.granted = true;
+    for (const wake of this.wakes.splice(0)) wake();
+  }
+}
+
+describe('DeliveryLane and the group membership', () => {
+  test('no callback starts while the membership is not held; it goes once it is', async () => {
+    const { agent, subscriptions, deps } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [200], received);
+    const membership = new GatedMembership();
+    const lane = new DeliveryLane('s1', { ...deps, membership }, { onIdle: () => undefined });
+    const delivered = lane.enqueue(parts('s1', 1), new AbortController().signal);
+    await until(async () => (membership.waits > 0 ? true : undefined), 5000, 1);
+    expect(received).toEqual([]);
+    membership.grant();
+    await expect(delivered).resolves.toBe('done');
+    expect(received).toEqual(['e1']);
+  });
+
+  test('handed back while it waits for the membership (the member was dropped): nothing is sent', async () => {
+    const { agent, subscriptions, deps } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [200], received);
+    const membership = new GatedMembership();
+    const lane = new DeliveryLane('s1', { ...deps, membership }, { onIdle: () => undefined });
+    const handBack = new AbortController();
+    const first = lane.enqueue(parts('s1', 1), handBack.signal);
+    const second = lane.enqueue(parts('s1', 2), handBack.signal);
+    await until(async () => (membership.waits > 0 ? true : undefined), 5000, 1);
+    handBack.abort();
+    await expect(first).rejects.toBeInstanceOf(LaneStopped);
+    await expect(second).rejects.toBeInstanceOf(LaneStopped);
+    expect(received).toEqual([]);
   });
 });

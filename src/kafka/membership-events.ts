@@ -1,0 +1,16 @@
+import type { Consumer } from 'kafkajs';
+import type { MembershipLease } from './membership-lease';
+
+/**
+ * Feeds a lease what kafkajs tells of the member's session: each answered heartbeat (as of when it was sent) and
+ * each rebalance it sees begin. Joins are told by the group consumer, which knows the session timeout.
+ */
+export function watchMembership(member: Consumer, lease: MembershipLease): void {
+  // kafkajs tells a heartbeat's success without its send time; the request event that precedes it has it (heartbeats
+  // are one at a time, so the latest Heartbeat request answered is the one that succeeded).
+  let heartbeatSentAt = Number.NEGATIVE_INFINITY;
+  member.on(member.events.REQUEST, ({ payload }) => {
+    if (payload.apiName === 'Heartbeat') heartbeatSentAt = payload.sentAt;
+  });
+  member.on(member.events.HEARTBEAT, () => lease.heartbeat(heartbeatSentAt));
+}

@@ -1,0 +1,72 @@
+import { Kafka, logLevel } from 'kafkajs';
+import { HandBack, runGroupConsumer } from '../../src/kafka/group-consumer';
+import { MembershipLease } from '../../src/kafka/membership-lease';
+import type { GroupConsumerHandle } from '../../src/kafka/types';
+import { createLogger } from '../../src/logger';
+import { testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
+
+/** The broker's least session (group.min.session.timeout.ms, by default): the member is dropped soonest. */
+const SESSION_TIMEOUT_MS = 6000;
+
+const kafka = new Kafka({ clientId: 'test-membership', brokers: testBrokers(), logLevel: logLevel.NOTHING });
+let consumer: GroupConsumerHandle | undefined;
+
+afterAll(async () => {
+  await consumer?.stop();
+});
+
+/** Stops this process's thread, timers and sockets included, as SIGSTOP, a VM stall or a long GC would. */
+function freeze(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/*
+ * A member whose process stops for longer than its session is dropped by the coordinator. On resuming it neither
+ * holds its lease (so a bridge sends nothing for the partitions it had) nor goes on with the work it had begun: it
+ * rejoins under a new member id, and that work is handed back even though the partition comes back to it (another
+ * member may have had it meanwhile and gone on from the committed offset), then handled again from there.
+ */
+test('a member frozen past its session loses its lease and hands its work back when it rejoins', async () => {
+  const topic = `${uniquePrefix('membership')}events`;
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: false });
+  await admin.disconnect();
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: [{ key: 'k', value: 'first' }] });
+  await producer.disconnect();
+
+  const lease = new MembershipLease();
+  const handled: { offset: string; signal: AbortSignal }[] = [];
+  consumer = await runGroupConsumer(
+    kafka,
+    {
+      groupId: `${topic}.group`,
+      topics: [topic],
+      maxInFlight: 10,
+      sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      membership: lease,
+      // Never finishes by itself: the record stays under way until it is handed back.
+      handle: (record, signal) =>
+        new Promise<void>((resolve) => {
+          handled.push({ offset: record.offset, signal });
+          signal.addEventListener('abort', () => resolve());
+        }),
+    },
+    createLogger('silent'),
+  );
+  await until(async () => (handled.length === 1 && lease.held() ? true : undefined), 30000, 20, 'the first record');
+
+  freeze(SESSION_TIMEOUT_MS + 3000);
+  const heldOnResuming = lease.held();
+
+  await until(async () => (handled.length === 2 ? true : undefined), 30000, 20, 'the record handled again');
+  await until(async () => (lease.held() ? true : undefined), 30000, 20, 'the lease held again');
+  expect(heldOnResuming).toBe(false);
+  expect(handled[0].signal.aborted).toBe(true);
+  expect(handled[0].signal.reason).toBeInstanceOf(HandBack);
+  expect(handled.map((h) => h.offset)).toEqual(['0', '0']);
+  expect(handled[1].signal.aborted).toBe(false);
+}, 120000);

@@ -1,0 +1,44 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/**
+ * Which of `pids` owns the loopback TCP socket bound to local port `port` (the peer port a server sees), read from
+ * Linux's /proc: the socket's inode from /proc/net/tcp, then the process holding a descriptor to it. Undefined when
+ * none does (or not on Linux). Synchronous, so a server can call it while the connection is new.
+ */
+export function socketOwner(port: number, pids: number[]): number | undefined {
+  const inode = inodeOfLocalPort(port);
+  if (inode === undefined) return undefined;
+  const target = `socket:[${inode}]`;
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === target) return pid;
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  }
+  return undefined;
+}
+
+function inodeOfLocalPort(port: number): string | undefined {
+  let table: string;
+  try {
+    table = readFileSync('/proc/net/tcp', 'utf8');
+  } catch {
+    return undefined;
+  }
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  for (const line of table.split('\n').slice(1)) {
+    const cols = line.trim().split(/\s+/);
+    // local_address is "0100007F:PORT"; the inode is the tenth column
+    if (cols[1]?.endsWith(`:${hex}`) && cols[9] !== '0') return cols[9];
+  }
+  return undefined;
+}
