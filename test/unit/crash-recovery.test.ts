@@ -9,8 +9,8 @@ function crashSource() {
   return {
     events: { CRASH: 'consumer.crash' },
     on: ((event, listener) => emitter.on(event, listener)) as CrashSource['on'],
-    crash: (restart: boolean) =>
-      emitter.emit('consumer.crash', { payload: { error: new Error('boom'), groupId: 'g', restart } }),
+    crash: (restart: boolean, error: Error = new Error('boom')) =>
+      emitter.emit('consumer.crash', { payload: { error, groupId: 'g', restart } }),
   };
 }
 
@@ -56,5 +56,25 @@ describe('recovery from consumer crashes', () => {
       'test consumer stopped on an error (Error); a fresh one starts in 20 ms',
     ]);
     expect(lines.every((l) => (l.err as { stack?: string }).stack?.includes('boom'))).toBe(true);
+  });
+
+  test('a coordinator still loading, restarted by kafkajs, is told at debug once a minute; again within it, at warn', () => {
+    const source = crashSource();
+    const { logger, lines } = capturedLogger('debug');
+    recoverFromFatalCrash(source, logger, 'test', jest.fn(), 20);
+    // As kafkajs reports it: its retries exceeded, caused by the protocol error.
+    const loading = () => {
+      const cause = Object.assign(new Error('The coordinator is loading'), { type: 'COORDINATOR_LOAD_IN_PROGRESS' });
+      return Object.assign(new Error('retries exceeded', { cause }), { name: 'KafkaJSNumberOfRetriesExceeded' });
+    };
+    source.crash(true, loading());
+    source.crash(true, loading());
+    jest.advanceTimersByTime(60000);
+    source.crash(true, loading());
+    // Not restarted by kafkajs: a fault whatever its cause.
+    source.crash(false, loading());
+    expect(lines.map((l) => l.level)).toEqual([20, 40, 20, 40]);
+    expect(lines.every((l) => l.type === 'COORDINATOR_LOAD_IN_PROGRESS')).toBe(true);
+    expect((lines[0].err as { stack?: string }).stack).toContain('retries exceeded');
   });
 });
