@@ -253,22 +253,27 @@ function parseApiKeys(r: Reader): ApiKeys {
     return { byKey: new Map([[`dev-${randomBytes(18).toString('base64url')}`, 'dev']]), generated: true };
   }
   const byKey = new Map<string, string>();
-  for (const pair of v
+  const pairs = v
     .split(',')
     .map((p) => p.trim())
-    .filter(Boolean)) {
+    .filter(Boolean);
+  pairs.forEach((pair, n) => {
     const i = pair.indexOf(':');
     const tenant = pair.slice(0, i);
     const key = pair.slice(i + 1);
-    if (i <= 0 || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant) || !/^[\x21-\x7e]{16,256}$/.test(key)) {
+    const tenantOk = i > 0 && /^[A-Za-z0-9._-]{1,64}$/.test(tenant);
+    if (!tenantOk || !/^[\x21-\x7e]{16,256}$/.test(key)) {
+      // Named by its place and, when it reads as one, its tenant: never by what it holds, which may be a key.
+      const entry = `API_KEYS entry ${n + 1} of ${pairs.length}${tenantOk ? ` (tenant ${tenant})` : ''}`;
       r.problems.push(
-        'API_KEYS must be tenant:key pairs separated by commas; tenant [A-Za-z0-9._-], key 16+ printable characters',
+        `${entry} must be tenant:key; tenant 1-64 of [A-Za-z0-9._-], key 16-256 printable ASCII characters ` +
+          'without spaces (pairs separated by commas)',
       );
-      continue;
+      return;
     }
     if (byKey.has(key)) r.problems.push(`API_KEYS lists one key twice (tenant ${tenant})`);
     byKey.set(key, tenant);
-  }
+  });
   if (byKey.size === 0) r.problems.push('API_KEYS is set but holds no key');
   return { byKey, generated: false };
 }
@@ -318,7 +323,7 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     kafkaBrokers: parseBrokers(r),
     embeddedKafka: r.bool('EMBEDDED_KAFKA', true),
     tracing: parseTracing(r),
-    topicPrefix: r.string('TOPIC_PREFIX', 'hookstream.', /^[A-Za-z0-9._-]{0,100}$/),
+    topicPrefix: r.string('TOPIC_PREFIX', 'hookstream.', /^[A-Za-z0-9._-]{1,100}$/),
     topicPartitions: r.int('TOPIC_PARTITIONS', 3, 1, 1000),
     apiKeys: parseApiKeys(r),
     role: r.oneOf<Role>('ROLE', 'all', ROLES, roleOverride),

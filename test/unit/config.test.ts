@@ -45,6 +45,24 @@ describe('configuration', () => {
       expect(text).toContain(name);
   });
 
+  test('a bad API_KEYS entry is named by its place and tenant, never by its key, with the limits', () => {
+    const problems = (keys: string) => {
+      try {
+        loadConfig({ API_KEYS: keys });
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+      return [];
+    };
+    const secret = 'has a space inside it';
+    const [named] = problems(`acme:0123456789abcdef01,globex:${secret}`);
+    expect(named).toContain('API_KEYS entry 2 of 2 (tenant globex)');
+    expect(named).toContain('16-256');
+    expect(named).not.toContain(secret);
+    expect(problems('no-colon-here-0123456789')[0]).toContain('API_KEYS entry 1 of 1 must');
+    expect(problems(`acme:${'k'.repeat(257)}`)[0]).toContain('entry 1 of 1 (tenant acme)');
+  });
+
   test('a role given on the command line overrides ROLE', () => {
     expect(loadConfig({ ROLE: 'api' }, 'runner').role).toBe('runner');
   });
