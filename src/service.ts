@@ -117,7 +117,7 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
     timeoutMs: config.kafkaTimeoutMs,
     retentionMs: config.taskRetentionMs,
   });
-  const history = await DeliveryHistory.open(kafka);
+  const history = await DeliveryHistory.open(kafka, config.kafkaTimeoutMs);
   const subscriptionDeps = {
     store: subscriptions,
     history,

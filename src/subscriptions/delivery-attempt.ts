@@ -1,4 +1,5 @@
 import type { StateView, ViewSource, ViewSpec } from '../kafka/types';
+import type { CancelReason, Subscription } from './subscription';
 
 export type DeliveryOutcome = 'delivered' | 'refused' | 'gone' | 'failed' | 'dead-lettered';
 
@@ -50,13 +51,18 @@ export class DeliveryHistory {
   /** view key → the attempt the index holds for it */
   private readonly indexed = new Map<string, DeliveryAttempt>();
   private readonly keyOf = new WeakMap<DeliveryAttempt, string>();
+  /** ended subscriptions (as the view holds them) the history was synced for: one sync each, however often read */
+  private readonly synced = new WeakSet<Subscription>();
 
-  /** The history on this process's view of the deliveries topic. */
-  static async open(views: ViewSource): Promise<DeliveryHistory> {
-    return new DeliveryHistory(await views.view(DELIVERIES_VIEW));
+  /** The history on this process's view of the deliveries topic; a sync for an ended subscription waits `syncMs`. */
+  static async open(views: ViewSource, syncMs = 5000): Promise<DeliveryHistory> {
+    return new DeliveryHistory(await views.view(DELIVERIES_VIEW), syncMs);
   }
 
-  constructor(private readonly view: StateView<DeliveryAttempt>) {
+  constructor(
+    private readonly view: StateView<DeliveryAttempt>,
+    private readonly syncMs = 5000,
+  ) {
     for (const [key, a] of view.entries()) this.add(key, a);
     view.onChange((key, a) => {
       this.remove(key);
@@ -66,6 +72,20 @@ export class DeliveryHistory {
 
   of(subscriptionId: string): DeliveryAttempt[] {
     return this.bySubscription.get(subscriptionId) ?? [];
+  }
+
+  /**
+   * Resolves once the history shows the attempt that ended `s`, where a bridge ended it (a delivered `once`, a
+   * refusal, a dead letter). The bridge writes the attempt before the end, but this process reads them from two
+   * topics and may have applied the end first: a `once` subscription showed ended with `delivered: 0`. One sync of
+   * the history per ended subscription, and only while the attempt is missing; a sync that fails or passes its bound
+   * leaves the answer as the view has it (a read is not refused for it).
+   */
+  async explaining(s: Subscription): Promise<void> {
+    const outcome = s.cancelReason && ENDED_BY[s.cancelReason];
+    if (!outcome || this.synced.has(s) || this.of(s.id).some((a) => a.outcome === outcome)) return;
+    this.synced.add(s);
+    await this.view.syncedSince(Date.now(), this.syncMs).catch(() => undefined);
   }
 
   /**
@@ -115,6 +135,14 @@ export class DeliveryHistory {
     if (list.length === 0) this.bySubscription.delete(a.subscriptionId);
   }
 }
+
+/** The attempt outcome that a bridge ends a subscription for, by its cancel reason. */
+const ENDED_BY: Partial<Record<CancelReason, DeliveryAttempt['outcome']>> = {
+  'delivered-once': 'delivered',
+  refused: 'refused',
+  gone: 'gone',
+  'dead-lettered': 'dead-lettered',
+};
 
 /** Time, then attempt number; a dead letter, numbered as the attempt it follows, comes after it. */
 function before(a: DeliveryAttempt, b: DeliveryAttempt): boolean {

@@ -172,6 +172,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     const all = store.list(tenantOf(request));
     const { offset, limit } = request.query;
     const page = all.slice(offset, offset + limit);
+    await Promise.all(page.map((s) => history.explaining(s)));
     return halResource(
       { count: page.length, total: all.length },
       {
@@ -184,12 +185,15 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
   });
 
   app.get<IdParams>('/subscriptions/:id', { schema: schemas.get }, async (request) => {
-    return representation(own(tenantOf(request), request.params.id));
+    const s = own(tenantOf(request), request.params.id);
+    await history.explaining(s);
+    return representation(s);
   });
 
   type DeliveriesRequest = IdParams & { Querystring: PageQuery };
   app.get<DeliveriesRequest>('/subscriptions/:id/deliveries', { schema: schemas.deliveries }, async (request) => {
     const s = own(tenantOf(request), request.params.id);
+    await history.explaining(s);
     const all = history.of(s.id);
     const { offset, limit } = request.query;
     const path = `/subscriptions/${s.id}/deliveries`;

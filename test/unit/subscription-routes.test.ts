@@ -1,6 +1,8 @@
 import { MAX_FIELD_ERRORS } from '../../src/problems/problem-detail';
 import { problemType } from '../../src/problems/problem-types';
 import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
+import { attemptKey, DELIVERIES_VIEW, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
+import { SUBSCRIPTIONS_VIEW, type Subscription } from '../../src/subscriptions/subscription';
 import { TASKS_VIEW, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import { TENANT_B_KEY } from '../support/api-keys';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
@@ -132,6 +134,34 @@ describe('POST /subscriptions', () => {
 });
 
 describe('reading and cancelling', () => {
+  test('a once subscription the bridge ended is shown with the delivery that ended it, read from the other topic', async () => {
+    const { UUID } = await subscribe({ ...subscription, mode: 'once' });
+    // As the bridge leaves them: the attempt committed first, the end after. This api has applied the end, not yet
+    // the attempt (two topics, read apart).
+    const subscriptions = tolerant.kafka.viewOf(SUBSCRIPTIONS_VIEW);
+    const ended = { ...(subscriptions.get(UUID) as Subscription), status: 'cancelled' as const };
+    subscriptions.set(UUID, { ...ended, cancelReason: 'delivered-once' });
+    const deliveries = tolerant.kafka.viewOf(DELIVERIES_VIEW);
+    const attempt: DeliveryAttempt = {
+      subscriptionId: UUID,
+      webhookId: 'msg_1',
+      event: 'task.succeeded',
+      attempt: 1,
+      at: new Date().toISOString(),
+      outcome: 'delivered',
+      statusCode: 200,
+      latencyMs: 3,
+    };
+    deliveries.commitElsewhere(() => deliveries.set(attemptKey(attempt, 'r1'), attempt));
+    const syncs = deliveries.syncs;
+    const res = await call(tolerant.app, `/subscriptions/${UUID}`);
+    expect(res.body).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once', counts: { delivered: 1 } });
+    // Once per ended subscription: read again, it costs no sync.
+    await call(tolerant.app, `/subscriptions/${UUID}`);
+    await call(tolerant.app, `/subscriptions/${UUID}/deliveries`);
+    expect(deliveries.syncs).toBe(syncs + 1);
+  });
+
   test("another tenant's subscription is 404, and absent from its list", async () => {
     const { UUID } = await subscribe();
     expect((await call(tolerant.app, `/subscriptions/${UUID}`, { key: TENANT_B_KEY })).status).toBe(404);
