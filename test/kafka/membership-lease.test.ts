@@ -39,6 +39,13 @@ test('a member frozen past its session loses its lease and hands its work back w
   await producer.disconnect();
 
   const lease = new MembershipLease();
+  // Each answered heartbeat, with when it was sent: what keeps the lease between joins.
+  const heartbeats: number[] = [];
+  const heartbeat = lease.heartbeat.bind(lease);
+  lease.heartbeat = (sentAt) => {
+    heartbeats.push(sentAt);
+    heartbeat(sentAt);
+  };
   const handled: { offset: string; signal: AbortSignal }[] = [];
   consumer = await runGroupConsumer(
     kafka,
@@ -58,6 +65,10 @@ test('a member frozen past its session loses its lease and hands its work back w
     createLogger('silent'),
   );
   await until(async () => (handled.length === 1 && lease.held() ? true : undefined), 30000, 20, 'the first record');
+  // Renewed by heartbeats while the member lives: two answered, each sent after the one before, and held after them.
+  await until(async () => (heartbeats.length >= 2 ? true : undefined), 30000, 20, 'two heartbeats');
+  expect(heartbeats[1]).toBeGreaterThan(heartbeats[0]);
+  expect(lease.held(heartbeats[1] + 1)).toBe(true);
 
   freeze(SESSION_TIMEOUT_MS + 3000);
   const heldOnResuming = lease.held();
