@@ -1,5 +1,5 @@
 import type { Agent } from 'undici';
-import type { OutgoingRecord, Publisher } from '../../src/kafka/types';
+import type { Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
 import { isoNow } from '../../src/lib/iso-now';
 import type { Logger } from '../../src/logger';
@@ -14,9 +14,9 @@ import type { SubscriptionStore } from '../../src/subscriptions/subscription-sto
 import type { AttemptRecorder } from './attempt-recorder';
 import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
+import { deadLetterRecords } from './dead-letter';
 import { SendClearance, type ClearanceDeps } from './send-clearance';
 import { untilDone, type StepOf } from './until-done';
-import { MAX_SEND_BYTES, tooLarge } from '../../src/kafka/record-size';
 
 export interface LaneDeps extends ClearanceDeps {
   publisher: Publisher;
@@ -292,30 +292,13 @@ export class DeliveryLane {
     lastError: string,
     signal: AbortSignal,
   ): Promise<void> {
-    const at = new Date().toISOString();
-    // Numbered as the last attempt, which it follows: it is no attempt of its own (the counts leave it out).
-    const record: DeliveryAttempt = {
+    const records = deadLetterRecords(this.deps.topics, {
       subscriptionId: this.subscriptionId,
-      webhookId: message.webhookId,
-      event: message.event,
-      attempt: attempts,
-      at,
-      outcome: 'dead-lettered',
-      latencyMs: 0,
-      error: lastError,
-    };
-    const letter = { topic: this.deps.topics.callbackDeadLetters, key: this.subscriptionId, value: '' };
-    letter.value = JSON.stringify({ ...message, attempts, lastError, at });
-    // A body near Kafka's limit (a task.accepted with a large input) would make the dead letter too large to write,
-    // and the lane would try for ever: it is parked without its body, which its event still holds.
-    if (tooLarge([letter], MAX_SEND_BYTES)) {
-      const bodyOmitted = { bytes: Buffer.byteLength(message.body), reason: 'larger than a Kafka record may be' };
-      letter.value = JSON.stringify({ ...message, body: undefined, bodyOmitted, attempts, lastError, at });
-    }
-    const records: OutgoingRecord[] = [
-      letter,
-      { topic: this.deps.topics.deliveries, key: attemptKey(record, run), value: JSON.stringify(record) },
-    ];
+      message,
+      run,
+      attempts,
+      lastError,
+    });
     await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));
     this.deps.metrics?.callbackAttempt('dead-lettered', 0);
     this.failureLog.tell('dead-lettered', { ...this.named(message), attempts, lastError });

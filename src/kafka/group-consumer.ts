@@ -1,15 +1,15 @@
 import type { Consumer, EachMessagePayload, Kafka } from 'kafkajs';
-import { pause } from '../lib/abortable-sleep';
 import { retryDelayMs } from '../lib/backoff';
 import { settlesWithin } from '../lib/settles-within';
 import type { Logger } from '../logger';
 import { CommittedOffsets } from './committed-offsets';
 import { recoverFromFatalCrash } from './crash-recovery';
+import { handleUntilDone } from './handle-until-done';
 import { InFlightSlots } from './in-flight-slots';
 import { LagProbe, tp, type LagSources } from './lag-probe';
 import { watchMembership } from './membership-events';
 import { PartitionProgress } from './partition-progress';
-import type { CommitHold, GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
+import type { GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
 
 /** What kafkajs tells of a completed join (its GROUP_JOIN event). */
 interface GroupJoin {
@@ -226,33 +226,6 @@ export async function runGroupConsumer(
     }
   }
 
-  /** Runs the handler until it succeeds or the work is handed back; failures are retried with backoff. */
-  async function handleUntilDone(
-    record: IncomingRecord,
-    signal: AbortSignal,
-    holdCommit: (offset: bigint) => CommitHold,
-  ): Promise<void> {
-    for (let failures = 1; ; failures += 1) {
-      try {
-        await options.handle(record, signal, holdCommit);
-        return;
-      } catch (err) {
-        if (signal.aborted) return;
-        const delay = retryDelayMs(failures, 200, 10000);
-        const at = {
-          topic: record.topic,
-          partition: record.partition,
-          offset: record.offset,
-          failures,
-          retryInMs: delay,
-        };
-        logger.error({ ...at, err }, 'record handler failed; handling it again');
-        await pause(delay, signal);
-        if (signal.aborted) return;
-      }
-    }
-  }
-
   async function eachMessage({ topic, partition, message, heartbeat }: EachMessagePayload): Promise<void> {
     if (stopping) return;
     const key = tp(topic, partition);
@@ -287,7 +260,7 @@ export async function runGroupConsumer(
       receivedAt: fetchedAt || Date.now(),
     };
     const holdCommit = (at: bigint) => w.hold(at, () => commit(topic, partition, w));
-    const job: Promise<void> = handleUntilDone(record, signal, holdCommit)
+    const job: Promise<void> = handleUntilDone(options.handle, record, signal, holdCommit, logger)
       .finally(() => {
         slots.release();
         // A handed-back record stays uncommitted, so the next owner handles it.
