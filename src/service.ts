@@ -17,8 +17,7 @@ import { ResourceRegistry } from './resources/resource-registry';
 import { ResourceStore } from './resources/resource-store';
 import { seedResources } from './resources/seed';
 import { DeliveryHistory } from './subscriptions/delivery-attempt';
-import { newSubscriptionRepresentation, subscriptionRepresentation } from './subscriptions/subscription-representation';
-import { subscriptionRoutes, taskSubscriber } from './subscriptions/subscription-routes';
+import { subscriptionRoutes, taskSubscriber, taskSubscriptionViews } from './subscriptions/subscription-routes';
 import { SubscriptionRetention } from './subscriptions/subscription-retention';
 import { SubscriptionStore } from './subscriptions/subscription-store';
 import { TASK_EVENT_KINDS } from './tasks/task-events';
@@ -126,10 +125,6 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
     allowPrivate: config.callbacks.allowPrivate,
     idempotency,
   };
-  const representationOf = (id: string) => {
-    const s = subscriptions.get(id);
-    return s && subscriptionRepresentation(s, history.of(id), { expiresAt: subscriptions.expiresAt(s) });
-  };
   const document = asyncApiDocument({
     topics: kafka.topics,
     partitions: config.topicPartitions,
@@ -169,11 +164,7 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
             subscriber: taskSubscriber(subscriptionDeps),
             idempotency,
             events,
-            subscriptionOf: representationOf,
-            createdSubscriptionOf: (id) => {
-              const s = subscriptions.get(id);
-              return s && newSubscriptionRepresentation(s);
-            },
+            ...taskSubscriptionViews(subscriptionDeps),
           }),
       },
       { collections: ['task-types'], plugin: (a: FastifyInstance) => taskTypeRoutes(a, { registry: k.taskRegistry }) },

@@ -79,13 +79,14 @@ export class DeliveryHistory {
    * refusal, a dead letter). The bridge writes the attempt before the end, but this process reads them from two
    * topics and may have applied the end first: a `once` subscription showed ended with `delivered: 0`. One sync of
    * the history per ended subscription, and only while the attempt is missing; a sync that fails or passes its bound
-   * leaves the answer as the view has it (a read is not refused for it).
+   * leaves the answer as the view has it (a read is not refused for it). Undefined when there is nothing to wait for:
+   * most reads answer without a promise.
    */
-  async explaining(s: Subscription): Promise<void> {
+  explaining(s: Subscription): Promise<void> | undefined {
     const outcome = s.cancelReason && ENDED_BY[s.cancelReason];
-    if (!outcome || this.synced.has(s) || this.of(s.id).some((a) => a.outcome === outcome)) return;
+    if (!outcome || this.synced.has(s) || this.of(s.id).some((a) => a.outcome === outcome)) return undefined;
     this.synced.add(s);
-    await this.view.syncedSince(Date.now(), this.syncMs).catch(() => undefined);
+    return this.view.syncedSince(Date.now(), this.syncMs).catch(() => undefined);
   }
 
   /**

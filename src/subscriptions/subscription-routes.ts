@@ -259,3 +259,24 @@ function cancelBodyRefusal(body: object, id: string): void {
     });
   }
 }
+
+/**
+ * How the task routes show a task's subscription: embedded (`?embedded=subscription`), as its creating answer showed
+ * it (secret included, for a repeated keyed POST), and once it shows what ended it (DeliveryHistory.explaining).
+ */
+export function taskSubscriptionViews({ store, history }: Pick<SubscriptionRouteDeps, 'store' | 'history'>) {
+  return {
+    subscriptionOf: (id: string) => {
+      const s = store.get(id);
+      return s && subscriptionRepresentation(s, history.of(id), { expiresAt: store.expiresAt(s) });
+    },
+    createdSubscriptionOf: (id: string) => {
+      const s = store.get(id);
+      return s && newSubscriptionRepresentation(s);
+    },
+    subscriptionExplained: (id: string) => {
+      const s = store.get(id);
+      return s && history.explaining(s);
+    },
+  };
+}

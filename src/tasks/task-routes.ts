@@ -44,6 +44,8 @@ export interface TaskRouteDeps {
   subscriber?: TaskSubscriber;
   /** the representation of a task's subscription, for `?embedded=subscription` */
   subscriptionOf?: (id: string) => HalResource | undefined;
+  /** resolves once that representation shows what ended the subscription (DeliveryHistory.explaining) */
+  subscriptionExplained?: (id: string) => Promise<void> | undefined;
   /** a subscription as its creating answer showed it, secret included: a repeated keyed POST shows it again */
   createdSubscriptionOf?: (id: string) => HalResource | undefined;
   /** Idempotency-Key state; without it the header is ignored */
@@ -235,13 +237,19 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
     const tenant = tenantOf(request);
     const task = ownTask(tenant, request.params.taskId);
     // Forgotten meanwhile (DELETE, or its retention ended): gone, like any other unknown task.
+    const send = (id: string) => {
+      const current = ownTask(tenant, id);
+      return tracking(reply, current).send(represent(current));
+    };
     const answer = (now: TaskSnapshot | undefined) => {
       const current = ownTask(tenant, now?.taskId ?? task.taskId);
-      return tracking(reply, current).send(represent(current));
+      const sub = current.subscription;
+      const explained = sub === undefined ? undefined : deps.subscriptionExplained?.(sub);
+      return explained ? explained.then(() => send(current.taskId)) : send(current.taskId);
     };
     const waited = waitAsPreferred(app, request, reply, store, task, closing.signal);
     if (waited instanceof Promise) return waited.then(answer);
-    answer(waited);
+    return answer(waited);
   });
 
   // Spec: a status update is a PATCH. Cancelling is asynchronous: 202, then task.cancelled.

@@ -10,12 +10,8 @@ import { ResourceRegistry } from '../../src/resources/resource-registry';
 import { ResourceStore } from '../../src/resources/resource-store';
 import { seedResources } from '../../src/resources/seed';
 import { DeliveryHistory } from '../../src/subscriptions/delivery-attempt';
-import {
-  newSubscriptionRepresentation,
-  subscriptionRepresentation,
-} from '../../src/subscriptions/subscription-representation';
 import type { Lookup } from '../../src/subscriptions/callback-url-policy';
-import { subscriptionRoutes, taskSubscriber } from '../../src/subscriptions/subscription-routes';
+import { subscriptionRoutes, taskSubscriber, taskSubscriptionViews } from '../../src/subscriptions/subscription-routes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { TASK_EVENT_KINDS } from '../../src/tasks/task-events';
 import { TaskRegistry } from '../../src/tasks/task-registry';
@@ -115,14 +111,7 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
             subscriber: taskSubscriber(subscriptionDeps),
             idempotency,
             events: { reader, timeoutMs, heartbeatMs: 60000, logger },
-            subscriptionOf: (id) => {
-              const s = subscriptions.get(id);
-              return s && subscriptionRepresentation(s, history.of(id), { expiresAt: subscriptions.expiresAt(s) });
-            },
-            createdSubscriptionOf: (id) => {
-              const s = subscriptions.get(id);
-              return s && newSubscriptionRepresentation(s);
-            },
+            ...taskSubscriptionViews(subscriptionDeps),
           }),
       },
       { collections: ['task-types'], plugin: (a) => taskTypeRoutes(a, { registry: taskRegistry }) },

@@ -134,17 +134,16 @@ describe('POST /subscriptions', () => {
 });
 
 describe('reading and cancelling', () => {
-  test('a once subscription the bridge ended is shown with the delivery that ended it, read from the other topic', async () => {
-    const { UUID } = await subscribe({ ...subscription, mode: 'once' });
-    // As the bridge leaves them: the attempt committed first, the end after. This api has applied the end, not yet
-    // the attempt (two topics, read apart).
+  /** As a bridge leaves a once subscription it delivered: the attempt committed, then the end, which this api has
+   * applied while the attempt is still unread (two topics, read apart). */
+  function endedByItsDelivery(UUID: string) {
     const subscriptions = tolerant.kafka.viewOf(SUBSCRIPTIONS_VIEW);
     const ended = { ...(subscriptions.get(UUID) as Subscription), status: 'cancelled' as const };
     subscriptions.set(UUID, { ...ended, cancelReason: 'delivered-once' });
     const deliveries = tolerant.kafka.viewOf(DELIVERIES_VIEW);
     const attempt: DeliveryAttempt = {
       subscriptionId: UUID,
-      webhookId: 'msg_1',
+      webhookId: `msg_${UUID}`,
       event: 'task.succeeded',
       attempt: 1,
       at: new Date().toISOString(),
@@ -153,6 +152,12 @@ describe('reading and cancelling', () => {
       latencyMs: 3,
     };
     deliveries.commitElsewhere(() => deliveries.set(attemptKey(attempt, 'r1'), attempt));
+    return deliveries;
+  }
+
+  test('a once subscription the bridge ended is shown with the delivery that ended it, read from the other topic', async () => {
+    const { UUID } = await subscribe({ ...subscription, mode: 'once' });
+    const deliveries = endedByItsDelivery(UUID);
     const syncs = deliveries.syncs;
     const res = await call(tolerant.app, `/subscriptions/${UUID}`);
     expect(res.body).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once', counts: { delivered: 1 } });
@@ -160,6 +165,15 @@ describe('reading and cancelling', () => {
     await call(tolerant.app, `/subscriptions/${UUID}`);
     await call(tolerant.app, `/subscriptions/${UUID}/deliveries`);
     expect(deliveries.syncs).toBe(syncs + 1);
+  });
+
+  test("so is a task's subscription embedded in the task", async () => {
+    const body = { type: 'countdown', input: { steps: 1, stepMs: 0 }, callbackUrl: subscription.callbackUrl };
+    const task = await call(tolerant.app, '/tasks', { body });
+    const UUID = task.body._embedded.subscription.UUID as string;
+    endedByItsDelivery(UUID);
+    const res = await call(tolerant.app, `/tasks/${task.body.taskId}?embedded=subscription`);
+    expect(res.body._embedded.subscription).toMatchObject({ cancelReason: 'delivered-once', counts: { delivered: 1 } });
   });
 
   test("another tenant's subscription is 404, and absent from its list", async () => {
