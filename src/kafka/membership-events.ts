@@ -13,4 +13,6 @@ export function watchMembership(member: Consumer, lease: MembershipLease): void 
     if (payload.apiName === 'Heartbeat') heartbeatSentAt = payload.sentAt;
   });
   member.on(member.events.HEARTBEAT, () => lease.heartbeat(heartbeatSentAt));
+  // kafkajs tells this as it goes to rejoin: from then on its partitions may be given to another member.
+  member.on(member.events.REBALANCING, () => lease.rebalance());
 }

@@ -10,11 +10,18 @@ import { until } from '../support/until';
 const SESSION_TIMEOUT_MS = 6000;
 
 const kafka = new Kafka({ clientId: 'test-membership', brokers: testBrokers(), logLevel: logLevel.NOTHING });
-let consumer: GroupConsumerHandle | undefined;
+const consumers: GroupConsumerHandle[] = [];
 
 afterAll(async () => {
-  await consumer?.stop();
+  await Promise.all(consumers.map((c) => c.stop()));
 });
+
+async function createTopic(topic: string, numPartitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: false });
+  await admin.disconnect();
+}
 
 /** Stops this process's thread, timers and sockets included, as SIGSTOP, a VM stall or a long GC would. */
 function freeze(ms: number): void {
@@ -29,10 +36,7 @@ function freeze(ms: number): void {
  */
 test('a member frozen past its session loses its lease and hands its work back when it rejoins', async () => {
   const topic = `${uniquePrefix('membership')}events`;
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: false });
-  await admin.disconnect();
+  await createTopic(topic, 1);
   const producer = kafka.producer();
   await producer.connect();
   await producer.send({ topic, messages: [{ key: 'k', value: 'first' }] });
@@ -47,7 +51,7 @@ test('a member frozen past its session loses its lease and hands its work back w
     heartbeat(sentAt);
   };
   const handled: { offset: string; signal: AbortSignal }[] = [];
-  consumer = await runGroupConsumer(
+  const consumer = await runGroupConsumer(
     kafka,
     {
       groupId: `${topic}.group`,
@@ -64,6 +68,7 @@ test('a member frozen past its session loses its lease and hands its work back w
     },
     createLogger('silent'),
   );
+  consumers.push(consumer);
   await until(async () => (handled.length === 1 && lease.held() ? true : undefined), 30000, 20, 'the first record');
   // Renewed by heartbeats while the member lives: two answered, each sent after the one before, and held after them.
   await until(async () => (heartbeats.length >= 2 ? true : undefined), 30000, 20, 'two heartbeats');
@@ -80,4 +85,27 @@ test('a member frozen past its session loses its lease and hands its work back w
   expect(handled[0].signal.reason).toBeInstanceOf(HandBack);
   expect(handled.map((h) => h.offset)).toEqual(['0', '0']);
   expect(handled[1].signal.aborted).toBe(false);
+}, 120000);
+
+/*
+ * A member joining the group makes the others rejoin (kafkajs's eager protocol): from the moment a member goes to
+ * rejoin, its partitions may be given to another, so its lease is not held until its own join completes.
+ */
+test('a rebalance ends the lease until the member has joined again', async () => {
+  const topic = `${uniquePrefix('membership-rebalance')}events`;
+  await createTopic(topic, 2);
+  const lease = new MembershipLease();
+  const rebalances: boolean[] = [];
+  const rebalance = lease.rebalance.bind(lease);
+  lease.rebalance = () => {
+    rebalance();
+    rebalances.push(lease.held());
+  };
+  const options = { groupId: `${topic}.group`, topics: [topic], maxInFlight: 10, handle: async () => undefined };
+  consumers.push(await runGroupConsumer(kafka, { ...options, membership: lease }, createLogger('silent')));
+  await until(async () => (lease.held() ? true : undefined), 30000, 20, 'the first join');
+  consumers.push(await runGroupConsumer(kafka, options, createLogger('silent')));
+  await until(async () => (rebalances.length > 0 ? true : undefined), 30000, 20, 'the rebalance seen');
+  await until(async () => (lease.held() ? true : undefined), 30000, 20, 'the lease held after the join');
+  expect(rebalances[0]).toBe(false);
 }, 120000);
