@@ -18,9 +18,10 @@ const TOLD = {
  * Callback failures and dead letters as the bridge's log tells them: the first of a kind in a window with what it
  * was about, the rest counted in one line when the window ends. An endpoint that every task calls back, down, fails
  * once per task: a line per task would bury the log just when it is read. Delivery history and metrics keep each one.
+ * So do the lanes' Kafka steps retried in place (until-done.ts): in a broker outage every lane retries its step.
  */
 export class CallbackFailureLog {
-  private readonly windows = new Map<Kind, { count: number; timer: NodeJS.Timeout }>();
+  private readonly windows = new Map<string, { count: number; timer: NodeJS.Timeout }>();
 
   constructor(
     private readonly logger: Logger,
@@ -29,7 +30,22 @@ export class CallbackFailureLog {
 
   tell(kind: Kind, fields: Record<string, unknown>): void {
     const { level, msg, more } = TOLD[kind];
-    const open = this.windows.get(kind);
+    this.windowed(kind, level, fields, msg, more);
+  }
+
+  /** A lane's Kafka step that failed and is tried again, e.g. `record the attempt`. */
+  tellRetry(what: string, fields: Record<string, unknown>): void {
+    this.windowed(`retry ${what}`, 'warn', fields, `could not ${what}; trying again`, `could not ${what}, more times`);
+  }
+
+  private windowed(
+    key: string,
+    level: 'info' | 'warn',
+    fields: Record<string, unknown>,
+    msg: string,
+    more: string,
+  ): void {
+    const open = this.windows.get(key);
     if (open) {
       open.count += 1;
       this.logger.debug(fields, msg);
@@ -39,11 +55,11 @@ export class CallbackFailureLog {
     const window = {
       count: 0,
       timer: setTimeout(() => {
-        this.windows.delete(kind);
+        this.windows.delete(key);
         if (window.count > 0) this.logger[level]({ more: window.count, windowMs: this.windowMs }, more);
       }, this.windowMs),
     };
     window.timer.unref();
-    this.windows.set(kind, window);
+    this.windows.set(key, window);
   }
 }

@@ -325,7 +325,7 @@ export class DeliveryLane {
 
   /** a Kafka step of this lane, as its retries log it (until-done.ts) */
   private step(what: string): StepOf {
-    return { logger: this.deps.logger, subscriptionId: this.subscriptionId, what };
+    return { logger: this.deps.logger, subscriptionId: this.subscriptionId, what, failures: this.failureLog };
   }
 
   get idle(): boolean {

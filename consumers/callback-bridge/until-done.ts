@@ -1,6 +1,7 @@
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import type { Logger } from '../../src/logger';
+import type { CallbackFailureLog } from './callback-failure-log';
 import { LaneStopped } from './lane-job';
 
 const DONE = () => undefined;
@@ -11,6 +12,8 @@ export interface StepOf {
   subscriptionId: string;
   /** "could not <what>; trying again" */
   what: string;
+  /** the bridge's failure log: retries told once a window, not a line each (a line each without it) */
+  failures?: Pick<CallbackFailureLog, 'tellRetry'>;
 }
 
 /**
@@ -37,7 +40,9 @@ export function untilDone(
 async function retried(signal: AbortSignal, of: StepOf, step: () => Promise<unknown>, err: unknown): Promise<void> {
   for (let failures = 1; ; failures += 1) {
     const retryInMs = retryDelayMs(failures, 100, 5000);
-    of.logger.warn({ subscriptionId: of.subscriptionId, err, retryInMs }, `could not ${of.what}; trying again`);
+    const fields = { subscriptionId: of.subscriptionId, err, retryInMs };
+    if (of.failures) of.failures.tellRetry(of.what, fields);
+    else of.logger.warn(fields, `could not ${of.what}; trying again`);
     await pause(retryInMs, signal);
     if (signal.aborted) throw new LaneStopped();
     try {

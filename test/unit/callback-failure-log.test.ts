@@ -26,3 +26,17 @@ test('the first failure of a window is told in full, the rest counted in one lin
   log.tell('failed', { subscriptionId: 'later', error: 'HTTP 503' });
   expect(lines.at(-1)).toMatchObject({ msg: 'callback failed; it is retried', subscriptionId: 'later' });
 });
+
+test("a lane's Kafka step retried in place is told once a window per step, the rest counted", async () => {
+  const { logger, lines } = capturedLogger('info');
+  const log = new CallbackFailureLog(logger, 50);
+  // A broker outage: every lane retries the write of its attempt's record, some also a sync.
+  for (let n = 0; n < 100; n += 1) log.tellRetry('record the attempt', { subscriptionId: `s${n}`, retryInMs: 100 });
+  log.tellRetry('sync subscriptions', { subscriptionId: 's0', retryInMs: 100 });
+  expect(lines.map(({ level, msg, subscriptionId }) => ({ level, msg, subscriptionId }))).toEqual([
+    { level: 40, msg: 'could not record the attempt; trying again', subscriptionId: 's0' },
+    { level: 40, msg: 'could not sync subscriptions; trying again', subscriptionId: 's0' },
+  ]);
+  await until(async () => (lines.length >= 3 ? true : undefined), 2000);
+  expect(lines[2]).toMatchObject({ level: 40, msg: 'could not record the attempt, more times', more: 99 });
+});
