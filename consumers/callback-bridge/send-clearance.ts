@@ -40,6 +40,8 @@ export class SendClearance {
       const { membership } = this.deps;
       if (membership && !membership.held() && !(await membership.whenHeld(signal))) throw new LaneStopped();
       if (!this.subscriptionsFresh()) await this.syncSubscriptions(signal);
+      // Handed back while it waited: the event is the next owner's (a stop, a revocation, a rejoin).
+      if (signal.aborted) throw new LaneStopped();
       // A sync is short against the membership's lease; checked again all the same.
       if (this.member()) return;
     }

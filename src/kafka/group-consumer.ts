@@ -119,7 +119,7 @@ export async function runGroupConsumer(
   /** Replaces a member kafkajs gave up on: its work is handed back, as on a revocation, and a fresh member joins. */
   function restart(crashed: Consumer): void {
     if (stopping || consumer !== crashed) return;
-    options.membership?.lapse();
+    options.membership?.lost();
     for (const key of [...work.keys()]) handBack(key, 'revoked');
     start().catch((err: unknown) => {
       logger.warn({ groupId: options.groupId, err }, 'consumer did not restart; trying again');
@@ -132,6 +132,9 @@ export async function runGroupConsumer(
       groupId: options.groupId,
       readUncommitted: false,
       sessionTimeout: sessionTimeoutMs,
+      // kafkajs's default, set here because the membership lease relies on it: a member that does not rejoin keeps
+      // its assignment until this passes, or its session ends, whichever comes first (membership-lease.ts).
+      rebalanceTimeout: Math.max(60000, sessionTimeoutMs),
       heartbeatInterval: 1000,
       maxWaitTimeInMs: 1000,
     });
@@ -162,7 +165,6 @@ export async function runGroupConsumer(
   }
 
   function onJoin({ payload }: { payload: GroupJoin }): void {
-    options.membership?.joined(Date.now() - payload.duration, sessionTimeoutMs);
     // A member the coordinator dropped (its session expired: a paused process) rejoins under a new id, and its
     // partitions may have been another's meanwhile, who went on from the committed offset: work begun before is
     // handed back even where the partition came back to it, or it would be done again after the other's.
@@ -179,6 +181,8 @@ export async function runGroupConsumer(
       const [topic, partition] = key.split('\u0000');
       options.onRevoked?.(topic, Number(partition));
     }
+    // After the hand-back: callbacks waiting for the lease must not see it held with work that is no longer theirs.
+    options.membership?.joined(Date.now() - payload.duration, sessionTimeoutMs);
     joins += 1;
     assignment = assigned;
     const fresh = Object.entries(payload.memberAssignment).filter(([, ps]) => ps.length > 0);

@@ -3,8 +3,9 @@
  *
  * The coordinator keeps a member, and its assignment, until it has heard nothing from it for the session timeout; a
  * partition moves to another member only in a later generation, which needs this member to rejoin (it then learns
- * its new assignment) or to have been silent for a whole session. So a member whose last session refresh was sent
- * less than a session ago, and that has seen no rebalance begin since it joined, still holds what it was assigned.
+ * its new assignment), to leave, or to have been silent for a whole session (or the rebalance timeout, which the
+ * group consumer keeps at least as long). So a member whose last session refresh was sent less than a session ago,
+ * and that has seen no rebalance begin and has not left since it joined, still holds what it was assigned.
  * The lease is half a session: the other half covers a response that took long to come back and timers that fired
  * late. Only durations on this process's clock are compared.
  *
@@ -15,14 +16,14 @@ export class MembershipLease {
   private sessionTimeoutMs = 0;
   /** when the latest session refresh the coordinator answered was sent (a join or a heartbeat) */
   private refreshedAt = Number.NEGATIVE_INFINITY;
-  /** a rebalance began after the latest join: what this member holds may already be another's */
-  private rebalancing = false;
+  /** since the latest join, a rebalance began or the member left: what it held may already be another's */
+  private unsettled = false;
   private readonly waiters = new Set<() => void>();
 
   /** A join completed: `startedAt` is when it began (the coordinator refreshed the session after that). */
   joined(startedAt: number, sessionTimeoutMs: number): void {
     this.sessionTimeoutMs = sessionTimeoutMs;
-    this.rebalancing = false;
+    this.unsettled = false;
     this.refresh(startedAt);
   }
 
@@ -31,18 +32,17 @@ export class MembershipLease {
     this.refresh(sentAt);
   }
 
-  /** A rebalance began: nothing is held until the next join says what is. */
-  rebalance(): void {
-    this.rebalancing = true;
-  }
-
-  /** The member left, or was replaced by a fresh one: nothing is held until it joins. */
-  lapse(): void {
-    this.refreshedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * What the member holds may be another's from now on: a rebalance began (it goes to rejoin), it crashed (kafkajs
+   * leaves the group first) or it was replaced. Nothing is held until its next join says what is; a heartbeat
+   * answered meanwhile does not bring it back.
+   */
+  lost(): void {
+    this.unsettled = true;
   }
 
   held(now = Date.now()): boolean {
-    return !this.rebalancing && now - this.refreshedAt < this.sessionTimeoutMs / 2;
+    return !this.unsettled && now - this.refreshedAt < this.sessionTimeoutMs / 2;
   }
 
   /** Resolves true once the lease is held, or false once `signal` aborts (the work was handed back meanwhile). */

@@ -96,9 +96,9 @@ test('a rebalance ends the lease until the member has joined again', async () =>
   await createTopic(topic, 2);
   const lease = new MembershipLease();
   const rebalances: boolean[] = [];
-  const rebalance = lease.rebalance.bind(lease);
-  lease.rebalance = () => {
-    rebalance();
+  const lost = lease.lost.bind(lease);
+  lease.lost = () => {
+    lost();
     rebalances.push(lease.held());
   };
   const options = { groupId: `${topic}.group`, topics: [topic], maxInFlight: 10, handle: async () => undefined };

@@ -292,6 +292,20 @@ describe('DeliveryLane and the subscriptions lease', () => {
     expect(received).toEqual([]);
   });
 
+  test('handed back during the sync it waited for (a stop, a revocation): nothing is sent', async () => {
+    const { agent, subscriptions, deps } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [200], received);
+    subscriptions.syncedAt = Date.now() - SUBSCRIPTIONS_LEASE_MS - LEASE_SLACK_MS - 1;
+    const handBack = new AbortController();
+    // While the lane awaits the sync's answer, not before it asked.
+    subscriptions.commitElsewhere(() => queueMicrotask(() => handBack.abort()));
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
+    await expect(lane.enqueue(parts('s1', 1), handBack.signal)).rejects.toBeInstanceOf(LaneStopped);
+    expect(received).toEqual([]);
+  });
+
   test('the lease with its slack is shorter than the time a cancel waits before its 202', () => {
     expect(SUBSCRIPTIONS_LEASE_MS + LEASE_SLACK_MS).toBeLessThan(CANCEL_SETTLE_MS / 2);
   });

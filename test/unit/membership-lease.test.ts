@@ -19,7 +19,7 @@ describe('MembershipLease', () => {
   test('a rebalance ends it until the next join; a heartbeat answered meanwhile does not bring it back', () => {
     const lease = new MembershipLease();
     lease.joined(1000, SESSION_MS);
-    lease.rebalance();
+    lease.lost();
     expect(lease.held(1001)).toBe(false);
     lease.heartbeat(1500);
     expect(lease.held(1501)).toBe(false);
@@ -27,11 +27,13 @@ describe('MembershipLease', () => {
     expect(lease.held(2001)).toBe(true);
   });
 
-  test('a lapse (the member replaced) ends it until the next join', () => {
+  test('a crash or a replaced member ends it until the next join, whatever heartbeat is answered meanwhile', () => {
     const lease = new MembershipLease();
     lease.joined(1000, SESSION_MS);
-    lease.lapse();
+    lease.lost();
     expect(lease.held(1001)).toBe(false);
+    lease.heartbeat(1001);
+    expect(lease.held(1002)).toBe(false);
     lease.joined(1002, SESSION_MS);
     expect(lease.held(1003)).toBe(true);
   });
