@@ -55,7 +55,7 @@ export class DeliveryHistory {
   private readonly synced = new WeakSet<Subscription>();
 
   /** The history on this process's view of the deliveries topic; a sync for an ended subscription waits `syncMs`. */
-  static async open(views: ViewSource, syncMs = 5000): Promise<DeliveryHistory> {
+  static async open(views: ViewSource, syncMs?: number): Promise<DeliveryHistory> {
     return new DeliveryHistory(await views.view(DELIVERIES_VIEW), syncMs);
   }
 
