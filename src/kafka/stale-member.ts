@@ -1,0 +1,58 @@
+import type { Kafka } from 'kafkajs';
+import { pause } from '../lib/abortable-sleep';
+import type { Logger } from '../logger';
+import { clusterFactory } from './kafkajs-cluster-factory';
+
+/** The slice of kafkajs's internal Cluster and Broker that a LeaveGroup needs (kafkajs is pinned, see package.json). */
+interface CoordinatorCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  findGroupCoordinator(lookup: { groupId: string }): Promise<{
+    leaveGroup(request: { groupId: string; memberId: string }): Promise<unknown>;
+  }>;
+}
+
+/** What answers that the member is no longer in the group: nothing is left to remove. */
+const GONE = new Set(['UNKNOWN_MEMBER_ID', 'GROUP_ID_NOT_FOUND']);
+
+const RETRY_MS = 500;
+/** Given up after this (an outage this long): the coordinator then expires the member a session after it is back. */
+const GIVE_UP_AFTER_MS = 10 * 60000;
+
+export interface StaleMember {
+  groupId: string;
+  memberId: string;
+  /** aborted once the member cannot hold anything up any longer (the consumer joined again, or stopped) */
+  signal: AbortSignal;
+}
+
+/**
+ * Takes a member out of its group on behalf of a consumer kafkajs has replaced. A consumer that crashes while the
+ * broker is away (its retries run out during an outage) is started again by kafkajs as a new member; the old member
+ * could not leave, as the coordinator was unreachable, so the coordinator keeps it after coming back, and the new
+ * member's join waits until that member's session expires: every group of the process resumed a whole session late
+ * after a broker restart. kafkajs never uses a member id again once it has replaced its consumer, so leaving for it
+ * is safe; the join that waits for it then completes at once. Never rejects: a failure is tried again until the
+ * signal or the time limit, and a member that is already gone ends it.
+ */
+export async function leaveStaleMember(kafka: Kafka, stale: StaleMember, logger: Logger): Promise<void> {
+  const cluster = clusterFactory(kafka)({}) as CoordinatorCluster;
+  const giveUpAt = Date.now() + GIVE_UP_AFTER_MS;
+  try {
+    while (!stale.signal.aborted && Date.now() < giveUpAt) {
+      try {
+        await cluster.connect();
+        const coordinator = await cluster.findGroupCoordinator({ groupId: stale.groupId });
+        await coordinator.leaveGroup({ groupId: stale.groupId, memberId: stale.memberId });
+        logger.info({ groupId: stale.groupId, memberId: stale.memberId }, 'left the group for a replaced consumer');
+        return;
+      } catch (err) {
+        if (GONE.has((err as { type?: string }).type ?? '')) return;
+        logger.debug({ groupId: stale.groupId, err }, 'leaving the group for a replaced consumer failed; trying again');
+      }
+      await pause(RETRY_MS, stale.signal);
+    }
+  } finally {
+    await cluster.disconnect().catch(() => undefined);
+  }
+}
