@@ -4,7 +4,8 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '../logger';
 import { problem } from '../problems/problem-detail';
 import type { ProblemKind } from '../problems/problem-types';
-import { PROBLEM_MEDIA_TYPE } from './problem-plugin';
+import type { AllowedMethods } from './connect-method';
+import { PROBLEM_CONTENT_TYPE } from './problem-plugin';
 
 /** What a client is told of the parser's errors that have a status of their own; any other is a 400. */
 const CLIENT_ERRORS: Record<string, { kind: ProblemKind; status: string; detail: string }> = {
@@ -41,13 +42,53 @@ export function loggableClientError(err: ClientError): Error {
   return copy;
 }
 
-/** The path of the request line Node could not finish parsing, when the bytes it kept have one; else `/`. */
-function instanceOf(err: ClientError): string {
+/** A request line's method (an RFC 9110 token, of any case) and origin-form path, as far as the parser read it. */
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\/[^\s?#]*)(\S*)( HTTP\/1\.[01]\r?\n)?/;
+
+interface RequestLine {
+  method: string;
+  path: string;
+  /** the whole line was there and well formed: an HTTP/1.x request whose only fault may be its method */
+  whole: boolean;
+}
+
+/** The method and path of the request line Node could not finish parsing, when the bytes it kept have them. */
+function requestLineOf(err: ClientError): RequestLine | undefined {
   const raw = err.rawPacket;
-  if (!raw) return '/';
+  if (!raw) return undefined;
   const line = raw.subarray(0, Math.min(raw.length, MAX_INSTANCE_LENGTH + 64)).toString('latin1');
-  const target = /^[A-Z]+ (\/[^\s?#]*)/.exec(line)?.[1];
-  return target && target.length <= MAX_INSTANCE_LENGTH ? target : '/';
+  const [, method, path, , version] = REQUEST_LINE.exec(line) ?? [];
+  return path && path.length <= MAX_INSTANCE_LENGTH ? { method, path, whole: version !== undefined } : undefined;
+}
+
+interface ClientAnswer {
+  kind: ProblemKind;
+  status: string;
+  detail: string;
+  allow?: string;
+}
+
+/**
+ * Node's parser refuses a method it does not know (`FOO`, `get`) before any route is looked up; DESIGN.md answers an
+ * unsupported method on a known path with 405 and `Allow`, whatever the method, and a path no route has with 404.
+ */
+function unknownMethodAnswer(line: RequestLine, allowedOf: AllowedMethods): ClientAnswer {
+  const allow = allowedOf(line.path);
+  if (!allow) return { kind: 'not-found', status: '404 Not Found', detail: `No resource at ${line.path}.` };
+  const list = allow.join(', ');
+  const detail = `${line.method} is not supported on ${line.path}; use one of ${list}.`;
+  return { kind: 'method-not-allowed', status: '405 Method Not Allowed', detail, allow: list };
+}
+
+function answerOf(err: ClientError, line: RequestLine | undefined, allowedOf?: AllowedMethods): ClientAnswer {
+  if (err.code === 'HPE_INVALID_METHOD' && line?.whole && allowedOf) return unknownMethodAnswer(line, allowedOf);
+  return (
+    CLIENT_ERRORS[err.code ?? ''] ?? {
+      kind: 'bad-request',
+      status: '400 Bad Request',
+      detail: `The HTTP request could not be parsed (${err.code ?? 'malformed'}).`,
+    }
+  );
 }
 
 /**
@@ -55,7 +96,7 @@ function instanceOf(err: ClientError): string {
  * a Problem written straight to the socket, unless part of a response already went out on it. It has no
  * request id yet, so one is made for its `logref`, and logged with the error.
  */
-export function answerClientError(err: ClientError, socket: Duplex, logger: Logger): void {
+export function answerClientError(err: ClientError, socket: Duplex, logger: Logger, allowedOf?: AllowedMethods): void {
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     // A client that went away is routine, and nobody is told a logref: not worth an info line.
@@ -65,15 +106,17 @@ export function answerClientError(err: ClientError, socket: Duplex, logger: Logg
   }
   const logref = randomUUID();
   logger.info({ err: loggableClientError(err), reqId: logref }, 'client error');
-  const known = CLIENT_ERRORS[err.code ?? ''] ?? {
-    kind: 'bad-request',
-    status: '400 Bad Request',
-    detail: `The HTTP request could not be parsed (${err.code ?? 'malformed'}).`,
-  };
-  const body = JSON.stringify(problem(known.kind, known.detail, { instance: instanceOf(err), logref }));
-  const head =
-    `HTTP/1.1 ${known.status}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}` +
-    `\r\nX-Request-Id: ${logref}\r\nConnection: close`;
+  const line = requestLineOf(err);
+  const known = answerOf(err, line, allowedOf);
+  const body = JSON.stringify(problem(known.kind, known.detail, { instance: line?.path ?? '/', logref }));
+  const head = [
+    `HTTP/1.1 ${known.status}`,
+    `Content-Type: ${PROBLEM_CONTENT_TYPE}`,
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    ...(known.allow !== undefined ? [`Allow: ${known.allow}`] : []),
+    `X-Request-Id: ${logref}`,
+    'Connection: close',
+  ].join('\r\n');
   // Destroyed once written: a slow client must not keep the socket by sending more.
   socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
 }

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '../logger';
 import { problem } from '../problems/problem-detail';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
-import { PROBLEM_MEDIA_TYPE } from './problem-plugin';
+import { PROBLEM_CONTENT_TYPE } from './problem-plugin';
 import { requestIdOf } from './request-id';
 
 /** The methods a path takes (with OPTIONS), or undefined when no route has it: what methodsPlugin knows. */
@@ -40,7 +40,7 @@ export function answerConnect(req: IncomingMessage, socket: Duplex, allowedOf: A
   const { status } = PROBLEM_TYPES[kind];
   const head = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
-    `Content-Type: ${PROBLEM_MEDIA_TYPE}`,
+    `Content-Type: ${PROBLEM_CONTENT_TYPE}`,
     `Content-Length: ${Buffer.byteLength(body)}`,
     ...(allow !== undefined ? [`Allow: ${allow}`] : []),
     `X-Request-Id: ${id}`,

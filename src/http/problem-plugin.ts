@@ -7,6 +7,8 @@ import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
 import { ACCEPT_PATCH } from './content-negotiation';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+/** As Fastify sends a Problem: answers written straight to a socket say the same. */
+export const PROBLEM_CONTENT_TYPE = `${PROBLEM_MEDIA_TYPE}; charset=utf-8`;
 
 const FRAMEWORK_ERRORS: Record<string, ProblemKind> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported-media-type',

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HAL_MEDIA_TYPE } from '../http/hal';
-import { PROBLEM_MEDIA_TYPE } from '../http/problem-plugin';
+import { PROBLEM_CONTENT_TYPE } from '../http/problem-plugin';
 import { requestIdOf } from '../http/request-id';
 import { problem } from '../problems/problem-detail';
 import { listenFailure } from './listen-errors';
@@ -18,7 +18,7 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
   const id = requestIdOf(req);
   const headers = { 'x-request-id': id, 'cache-control': 'no-store' };
   let status = 503;
-  let type = PROBLEM_MEDIA_TYPE;
+  let type = PROBLEM_CONTENT_TYPE;
   let body: object;
   if (path === '/health/live' && (req.method === 'GET' || req.method === 'HEAD')) {
     status = 200;

@@ -180,3 +180,21 @@ test('a malformed HTTP request line is answered 400 and the server keeps serving
   expect(answer).toContain('"type":"https://hookstream.dev/problems/bad-request"');
   expect((await http(base, '/health/live')).status).toBe(200);
 });
+
+test('a method the HTTP parser does not know is 405 with the Allow that OPTIONS gives, on the real server', async () => {
+  const allow = await new Promise<string>((resolve, reject) => {
+    const url = new URL(base);
+    rawRequest({ host: url.hostname, port: url.port, method: 'OPTIONS', path: '/orders', agent: false }, (res) => {
+      res.resume();
+      resolve(String(res.headers.allow));
+    })
+      .on('error', reject)
+      .end();
+  });
+  expect(allow).toMatch(/^GET, /);
+  const answer = await raw('FOO', '/orders', { authorization: `Bearer ${TENANT_A_KEY}` });
+  expect(answer.status).toBe(405);
+  expect(answer.type).toBe('application/problem+json; charset=utf-8');
+  expect(JSON.parse(answer.text)).toMatchObject({ status: 405, instance: '/orders' });
+  expect(JSON.parse(answer.text).detail).toContain(`use one of ${allow}.`);
+});

@@ -383,7 +383,7 @@ describe('a patient start', () => {
       for (const path of ['/health/ready', '/tasks']) {
         const res = await fetch(`${base}${path}`, { headers: { 'x-request-id': 'while-starting' } });
         expect(res.status).toBe(503);
-        expect(res.headers.get('content-type')).toBe('application/problem+json');
+        expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
         expect(res.headers.get('retry-after')).toBe('5');
         expect(await res.json()).toMatchObject({ status: 503, instance: path, logref: 'while-starting' });
       }

@@ -11,10 +11,13 @@ import { capturedLogger } from './fakes';
  */
 const KEY = 'secret-key-0123456789abcdef';
 
+/** What methodsPlugin knows of the app's paths: here, one collection. */
+const allowedOf = (path: string) => (path === '/orders' ? ['GET', 'HEAD', 'OPTIONS', 'POST'] : undefined);
+
 async function serve(): Promise<{ port: number; lines: Record<string, unknown>[]; server: Server }> {
   const { logger, lines } = capturedLogger('info');
   const server = createHttpServer((_req, res) => res.end());
-  server.on('clientError', (err, socket) => answerClientError(err, socket, logger));
+  server.on('clientError', (err, socket) => answerClientError(err, socket, logger, allowedOf));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { port: (server.address() as { port: number }).port, lines, server: server as unknown as Server };
@@ -68,4 +71,32 @@ describe('requests the HTTP parser refuses', () => {
       server.close();
     }
   });
+
+  // DESIGN.md: an unsupported method on a known path is 405 with Allow, whatever the method; Node's parser refuses
+  // the ones it does not know (and a lower-case one) before any route is looked up.
+  test.each(['FOO', 'get', 'BREW'])(
+    'the unknown method %s is 405 with Allow on a known path, 404 elsewhere',
+    async (m) => {
+      const { port, server } = await serve();
+      try {
+        const known = await raw(port, `${m} /orders HTTP/1.1\r\nHost: x\r\n\r\n`);
+        const [head, text] = known.split('\r\n\r\n');
+        expect(head).toMatch(/^HTTP\/1\.1 405 /);
+        expect(head).toContain('\r\nAllow: GET, HEAD, OPTIONS, POST\r\n');
+        expect(head).toContain('\r\nContent-Type: application/problem+json; charset=utf-8\r\n');
+        expect(JSON.parse(text)).toMatchObject({
+          type: problemType('method-not-allowed'),
+          status: 405,
+          instance: '/orders',
+          detail: `${m} is not supported on /orders; use one of GET, HEAD, OPTIONS, POST.`,
+        });
+        const unknown = await raw(port, `${m} /nowhere HTTP/1.1\r\nHost: x\r\n\r\n`);
+        expect(unknown).toMatch(/^HTTP\/1\.1 404 /);
+        expect(unknown).not.toContain('Allow:');
+        expect(JSON.parse(unknown.split('\r\n\r\n')[1])).toMatchObject({ type: problemType('not-found') });
+      } finally {
+        server.close();
+      }
+    },
+  );
 });
