@@ -104,7 +104,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     schemaController: { compilersFactory: { buildValidator: validatorFactory(), buildSerializer: serializerFactory } },
     clientErrorHandler: (err, socket) =>
-      answerClientError(err as NodeJS.ErrnoException, socket, deps.logger, (path): string[] | undefined => app.allowedMethods(path)),
+      answerClientError(err as NodeJS.ErrnoException, socket, deps.logger, (path): string[] | undefined =>
+        app.allowedMethods(path),
+      ),
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
     frameworkErrors: (error, request, reply) => {
       const problemError = routerErrorProblem(error, request.url.split('?')[0]);

@@ -4,6 +4,7 @@ import { HAL_MEDIA_TYPE } from './hal';
 import { ProblemError } from '../problems/problem-error';
 import { addRequestStep } from './convention-hooks';
 import { jsonBodyParser } from './json-body';
+import { headerValues } from './raw-headers';
 
 /** What a request body may be sent as; JSON merge patch for PATCH only. */
 export const JSON_BODY_TYPES = ['application/json', HAL_MEDIA_TYPE];
@@ -100,9 +101,20 @@ export const contentNegotiationPlugin = fp(
     app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'buffer' }, jsonBodyParser(app));
 
     addRequestStep(app, (request) => {
+      const { headers } = request;
+      const body = hasBody(headers);
+      if (headers['content-type'] !== undefined) {
+        // No content, no media type to refuse (RFC 9110 §8.3): fetch(url, { method: 'DELETE', body: '' }) sends
+        // text/plain with nothing, and the DELETE is served as one without a body.
+        if (!body) delete headers['content-type'];
+        // Node keeps the first of several; which one the body is read as must not depend on the order they came in.
+        else if ((headerValues(request.raw.rawHeaders, 'content-type')?.length ?? 0) > 1) {
+          throw new ProblemError('bad-request', 'The request has more than one Content-Type header.');
+        }
+      }
       // Bodies are read as sent (RFC 9110 §8.4: 415 for a content coding the server does not take).
-      const coding = request.headers['content-encoding']?.trim().toLowerCase();
-      if (coding && coding !== 'identity' && hasBody(request.headers)) {
+      const coding = headers['content-encoding']?.trim().toLowerCase();
+      if (coding && coding !== 'identity' && body) {
         throw new ProblemError(
           'unsupported-media-type',
           `Content-Encoding ${coding} is not accepted; send the body as is.`,

@@ -2,10 +2,20 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../problems/problem-error';
 import { addRequestStep } from './convention-hooks';
+import { headerValues } from './raw-headers';
 
 /**
- * RFC 9112 §3.2: an HTTP/1.1 request without a Host header is a 400. Node answers it itself with an empty body
- * unless told not to (app.ts turns requireHostHeader off), so the check is here, where the answer is a Problem.
+ * RFC 9112 §3.2 / RFC 3986 §3.2.2-3.2.3: `uri-host [ ":" port ]`, the host an IP literal in brackets or a reg-name
+ * (unreserved, percent-encoded and sub-delims characters; an IPv4 address is one of those), the port digits. No
+ * space, path, query or userinfo.
+ */
+const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::\d*)?$/;
+
+/**
+ * RFC 9112 §3.2: an HTTP/1.1 request without a Host header is a 400, and so is any request with more than one Host
+ * line or a Host that is no host (absolute hrefs name the origin a request came to, which it says). Node answers a
+ * missing one itself with an empty body unless told not to (app.ts turns requireHostHeader off), and keeps the first
+ * of several, so the checks are here, where the answer is a Problem.
  */
 export const hostRequiredPlugin = fp(
   async (app: FastifyInstance) => {
@@ -14,6 +24,13 @@ export const hostRequiredPlugin = fp(
       // An empty Host is allowed (RFC 9112 §3.2: a target with no authority); only a missing one is refused.
       if (httpVersionMajor === 1 && httpVersionMinor === 1 && request.headers.host === undefined) {
         throw new ProblemError('bad-request', 'An HTTP/1.1 request must carry a Host header.');
+      }
+      const host = request.headers.host;
+      if (host !== undefined && !HOST_VALUE.test(host)) {
+        throw new ProblemError('bad-request', 'The Host header is no host[:port] (RFC 9112 §3.2).');
+      }
+      if (host !== undefined && (headerValues(request.raw.rawHeaders, 'host')?.length ?? 0) > 1) {
+        throw new ProblemError('bad-request', 'The request has more than one Host header (RFC 9112 §3.2).');
       }
     });
   },

@@ -2,6 +2,7 @@ import { isAscii, isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ProblemError } from '../problems/problem-error';
 import { illFormedStringAt } from '../lib/ill-formed-text';
+import { inexactNumberIn } from './inexact-numbers';
 
 /**
  * Objects and arrays nested deeper than this are refused. Code that walks a body recursively (a merge patch, a
@@ -10,8 +11,11 @@ import { illFormedStringAt } from '../lib/ill-formed-text';
  */
 export const MAX_BODY_DEPTH = 100;
 
-/** Labels whose bytes for JSON are UTF-8's. */
-const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
+/**
+ * Labels whose bytes for JSON are UTF-8's. US-ASCII is not among them: a body so labelled that holds more than ASCII
+ * is mislabelled, and refused as any other charset's would be.
+ */
+const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8']);
 /** Charsets in which ASCII text is not ASCII's bytes (a `{` in UTF-16 is two bytes, one of them NUL). */
 const ASCII_INCOMPATIBLE = /^(utf-?16|utf-?32|ucs-?2|ucs-?4|utf-?7)/;
 
@@ -83,9 +87,19 @@ export function jsonBodyParser(app: FastifyInstance): RawJsonParser {
         const detail = `The string at "${illFormed}" has a lone surrogate escape (\\uD800-\\uDFFF unpaired); it is no text.`;
         return done(new ProblemError('malformed-body', detail));
       }
+      const inexact = inexactNumberIn(body);
+      if (inexact !== undefined) return done(new ProblemError('malformed-body', inexactDetail(inexact)));
       done(null, value);
     });
   };
+}
+
+function inexactDetail(literal: string): string {
+  const shown = literal.length > 40 ? `${literal.slice(0, 37)}...` : literal;
+  return (
+    `The number ${shown} cannot be held as sent: integers must be within ±9007199254740991 (2^53 - 1), and ` +
+    'other numbers within what a 64-bit float holds without becoming 0 or infinite. Send it as a string.'
+  );
 }
 
 /**

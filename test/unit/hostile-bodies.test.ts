@@ -146,6 +146,12 @@ describe('bodies', () => {
       headers: { 'content-type': 'application/json; charset=utf-8' },
     });
     expect(utf8.body.status).toBe('café');
+    // US-ASCII holds no "é": so labelled, the body is mislabelled, and refused as Latin-1's was.
+    const ascii = await call(api.app, '/orders', {
+      raw: JSON.stringify({ ...order, status: 'café' }),
+      headers: { 'content-type': 'application/json; charset=us-ascii' },
+    });
+    expect(ascii.status).toBe(415);
   });
 
   test('a body declared UTF-16 is 415 even when its bytes are all below 0x80 (ASCII text in UTF-16 is not ASCII)', async () => {
@@ -389,4 +395,69 @@ describe('raw HTTP the framework would answer with an empty body', () => {
     expect(answer).toContain(problemType('expectation-failed'));
     expect(answer).toContain('"instance":"/orders"');
   });
+});
+
+describe('headers that say two things', () => {
+  test('two Content-Type headers are a 400, whichever comes first; nothing is written', async () => {
+    const before = api.resources.list('users').length;
+    // inject cannot repeat a header: a real socket can.
+    if (!api.app.server.listening) await api.app.listen({ port: 0, host: '127.0.0.1' });
+    for (const types of [
+      ['application/json', 'text/plain'],
+      ['text/plain', 'application/json'],
+    ]) {
+      const res = await new Promise<string>((resolve, reject) => {
+        const address = api.app.server.address() as { port: number } | null;
+        if (!address) return reject(new Error('not listening'));
+        const body = '{"name":"x"}';
+        const socket = connect(address.port, '127.0.0.1', () =>
+          socket.write(
+            `POST /users HTTP/1.1\r\nHost: x\r\nAuthorization: ${bearer().authorization}\r\n` +
+              `Content-Type: ${types[0]}\r\nContent-Type: ${types[1]}\r\nContent-Length: ${body.length}\r\n` +
+              `Connection: close\r\n\r\n${body}`,
+          ),
+        );
+        let text = '';
+        socket.on('data', (d) => (text += d.toString()));
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+      expect(res).toMatch(/^HTTP\/1\.1 400 /);
+      expect(res).toContain('more than one Content-Type');
+    }
+    expect(api.resources.list('users').length).toBe(before);
+  });
+
+  test('a Content-Type with no body is no reason to refuse: a DELETE sent with text/plain and nothing is served', async () => {
+    const id = await createOrder();
+    const res = await api.app.inject({
+      method: 'DELETE',
+      url: `/orders/${id}`,
+      headers: { ...bearer(), 'content-type': 'text/plain;charset=UTF-8', 'content-length': '0' },
+      payload: '',
+    });
+    expect(res.statusCode).toBe(204);
+    // With a body, the type still counts.
+    const posted = await api.app.inject({
+      method: 'POST',
+      url: '/orders',
+      headers: { ...bearer(), 'content-type': 'text/plain' },
+      payload: JSON.stringify(order),
+    });
+    expect(posted.statusCode).toBe(415);
+  });
+
+  test.each(['a b', 'a/b?c', '[::1', 'user@host', 'a\\b'])('Host %j is a 400', async (host) => {
+    const res = await api.app.inject({ method: 'GET', url: '/', headers: { host } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ type: problemType('bad-request'), detail: expect.stringMatching(/Host/) });
+  });
+
+  test.each(['example.com', 'example.com:8080', '127.0.0.1:3000', '[::1]:3000', 'xn--bcher-kva.example', ''])(
+    'Host %j is served',
+    async (host) => {
+      const res = await api.app.inject({ method: 'GET', url: '/', headers: { host } });
+      expect(res.statusCode).toBe(200);
+    },
+  );
 });
