@@ -5,6 +5,7 @@ import type { Logger } from '../logger';
 import { problem } from '../problems/problem-detail';
 import type { ProblemKind } from '../problems/problem-types';
 import type { AllowedMethods } from './connect-method';
+import { instanceUri } from './instance-uri';
 import { PROBLEM_CONTENT_TYPE } from './problem-plugin';
 
 /** What a client is told of the parser's errors that have a status of their own; any other is a 400. */
@@ -61,6 +62,17 @@ function requestLineOf(err: ClientError): RequestLine | undefined {
   return path && path.length <= MAX_INSTANCE_LENGTH ? { method, path, whole: version !== undefined } : undefined;
 }
 
+/**
+ * The path of a request whose head was parsed and whose body was still coming (a 408 for a slow body): the parser
+ * has handed it on, so it kept no bytes of it. Read from Node's parser on the socket (undocumented; none: `/`).
+ */
+function pathBeingReceived(socket: Duplex): string | undefined {
+  const url = (socket as Duplex & { parser?: { incoming?: { url?: unknown } } }).parser?.incoming?.url;
+  if (typeof url !== 'string' || !url.startsWith('/')) return undefined;
+  const path = url.split('?')[0];
+  return path.length <= MAX_INSTANCE_LENGTH ? path : undefined;
+}
+
 interface ClientAnswer {
   kind: ProblemKind;
   status: string;
@@ -108,7 +120,8 @@ export function answerClientError(err: ClientError, socket: Duplex, logger: Logg
   logger.info({ err: loggableClientError(err), reqId: logref }, 'client error');
   const line = requestLineOf(err);
   const known = answerOf(err, line, allowedOf);
-  const body = JSON.stringify(problem(known.kind, known.detail, { instance: line?.path ?? '/', logref }));
+  const path = line?.path ?? pathBeingReceived(socket) ?? '/';
+  const body = JSON.stringify(problem(known.kind, known.detail, { instance: instanceUri(path), logref }));
   const head = [
     `HTTP/1.1 ${known.status}`,
     `Content-Type: ${PROBLEM_CONTENT_TYPE}`,

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '../logger';
 import { problem } from '../problems/problem-detail';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
+import { instanceUri } from './instance-uri';
 import { PROBLEM_CONTENT_TYPE } from './problem-plugin';
 import { requestIdOf } from './request-id';
 
@@ -35,7 +36,7 @@ export function answerConnect(req: IncomingMessage, socket: Duplex, allowedOf: A
   const target = req.url ?? '';
   logger.info({ reqId: id, method: 'CONNECT' }, 'CONNECT refused');
   const { kind, detail, allow } = answerFor(target, allowedOf);
-  const instance = target.startsWith('/') ? { instance: target.split('?')[0] } : {};
+  const instance = target.startsWith('/') ? { instance: instanceUri(target.split('?')[0]) } : {};
   const body = JSON.stringify(problem(kind, detail, { ...instance, logref: id }));
   const { status } = PROBLEM_TYPES[kind];
   const head = [

@@ -5,6 +5,7 @@ import { RepeatedFailures } from './repeated-failures';
 import { problemKindOf, ProblemError, type KindedError } from '../problems/problem-error';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
 import { ACCEPT_PATCH } from './content-negotiation';
+import { instanceUri } from './instance-uri';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 /** As Fastify sends a Problem: answers written straight to a socket say the same. */
@@ -73,7 +74,7 @@ const answerErrors = (err: ProblemError) =>
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: ProblemError): FastifyReply {
   const body = problem(err.kind, err.detail, {
     status: err.status,
-    instance: request.url.split('?')[0],
+    instance: instanceUri(request.url.split('?')[0]),
     logref: request.id,
     ...(err.options.errors ? { errors: answerErrors(err) } : {}),
     ...(err.options.processed !== undefined ? { processed: err.options.processed } : {}),

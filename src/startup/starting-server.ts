@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { HAL_MEDIA_TYPE } from '../http/hal';
+import { instanceUri } from '../http/instance-uri';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem-plugin';
 import { requestIdOf } from '../http/request-id';
 import { problem } from '../problems/problem-detail';
@@ -27,7 +28,7 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
   } else {
     const detail = 'The service is starting: it is waiting for Kafka. Try again shortly.';
     const checks = path === '/health' || path === '/health/ready' ? { checks: { kafka: 'starting' } } : {};
-    body = problem('not-ready', detail, { instance: path, logref: id, ...checks });
+    body = problem('not-ready', detail, { instance: instanceUri(path), logref: id, ...checks });
     Object.assign(headers, { 'retry-after': RETRY_AFTER_SECONDS });
   }
   const text = JSON.stringify(body);

@@ -99,4 +99,21 @@ describe('requests the HTTP parser refuses', () => {
       }
     },
   );
+
+  test('a body that comes too slowly is 408 naming the path of its request', async () => {
+    const { logger } = capturedLogger('info');
+    const server = createHttpServer({ requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 });
+    server.on('clientError', (err, socket) => answerClientError(err, socket, logger, allowedOf));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const port = (server.address() as { port: number }).port;
+      const answer = await raw(port, 'POST /orders/a<b HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{"a"');
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      // The path as a URI reference: what is no part of one is percent-encoded.
+      expect(JSON.parse(answer.split('\r\n\r\n')[1])).toMatchObject({ instance: '/orders/a%3Cb' });
+    } finally {
+      server.close();
+    }
+  });
 });

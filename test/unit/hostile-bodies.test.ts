@@ -461,3 +461,9 @@ describe('headers that say two things', () => {
     },
   );
 });
+
+test('a Problem names the path as a URI reference: what is no part of one is percent-encoded, escapes are kept', async () => {
+  const res = await api.app.inject({ method: 'GET', url: '/tasks/<script>"x%41', headers: bearer() });
+  expect(res.statusCode).toBe(404);
+  expect(res.json().instance).toBe('/tasks/%3Cscript%3E%22x%41');
+});
