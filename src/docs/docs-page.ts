@@ -10,18 +10,24 @@ const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
   "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
 
-/** What the page and Swagger UI's files are served as (the OpenAPI document under /docs also as JSON and YAML). */
-const DOCS_TYPES = [
-  'text/html',
-  'text/css',
-  'text/javascript',
-  'application/javascript',
-  'image/png',
-  'application/yaml',
-  'application/x-yaml',
-  'text/yaml',
-  'application/json',
-];
+const HTML = ['text/html'];
+const JAVASCRIPT = ['text/javascript', 'application/javascript'];
+const YAML = ['application/yaml', 'application/x-yaml', 'text/yaml'];
+/** Swagger UI's other files, served by one wildcard route: whatever type the file has. */
+const FILES = ['text/css', ...JAVASCRIPT, 'image/png', 'image/svg+xml', 'text/html', 'application/json', 'text/plain'];
+
+/**
+ * What each route of the page answers with, so Accept is weighed on that route's own types (README, `Accept`):
+ * `Accept: image/png` on the page itself is 406, as on any route that has no such type.
+ */
+function answersOf(url: string): string[] {
+  const path = url.replace(/\/+$/, '');
+  if (path === '/docs' || path.endsWith('.html')) return HTML;
+  if (path.endsWith('.js')) return JAVASCRIPT;
+  if (path === '/docs/json' || path.endsWith('/uiConfig') || path.endsWith('/initOAuth')) return ['application/json'];
+  if (path === '/docs/yaml') return YAML;
+  return FILES;
+}
 
 /**
  * GET /docs (public): a browsable API reference, Swagger UI rendering the OpenAPI document (which links the
@@ -31,7 +37,7 @@ const DOCS_TYPES = [
 export async function docsPage(app: FastifyInstance): Promise<void> {
   app.addHook('onRoute', (route) => {
     // The page and its files answer with their own types: an Accept naming only those is no reason for a 406.
-    route.config = { ...route.config, public: true, answers: DOCS_TYPES };
+    route.config = { ...route.config, public: true, answers: answersOf(route.url) };
   });
   await app.register(fastifySwaggerUi, {
     routePrefix: '/docs',

@@ -288,6 +288,11 @@ describe('Accept on routes that answer no HAL JSON', () => {
       ['/docs', 'application/hal+json', 406],
       ['/docs/json', 'application/json', 200],
       ['/docs/json', 'application/hal+json', 406],
+      // Each docs route on its own types, not the whole page's: the page is no PNG, nor is the document HTML.
+      ['/docs', 'image/png', 406],
+      ['/docs', 'text/html;q=0, application/json', 406],
+      ['/docs/json', 'text/html', 406],
+      ['/docs/static/swagger-initializer.js', 'text/javascript', 200],
     ];
     for (const [url, accept, status] of cases) {
       const res = await call(api.app, url, { key: null, headers: { accept } });
