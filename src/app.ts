@@ -14,7 +14,8 @@ import { hostRequiredPlugin } from './http/host-required';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
 import { closingAnswerPlugin } from './http/closing-answer';
-import { PROBLEM_MEDIA_TYPE, problemPlugin, sendProblem } from './http/problem-plugin';
+import { PROBLEM_CONTENT_TYPE, problemPlugin, sendProblem } from './http/problem-plugin';
+import { instanceUri } from './http/instance-uri';
 import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
 import { problem } from './problems/problem-detail';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
@@ -55,10 +56,10 @@ function answerExpectation(req: IncomingMessage, res: ServerResponse, logger: Lo
   logger.info({ reqId: id, expect: req.headers.expect }, 'unsupported Expect');
   const detail = `Expect: ${JSON.stringify(req.headers.expect ?? '')} is not supported; only 100-continue is.`;
   const body = JSON.stringify(
-    problem('expectation-failed', detail, { instance: (req.url ?? '/').split('?')[0], logref: id }),
+    problem('expectation-failed', detail, { instance: instanceUri((req.url ?? '/').split('?')[0]), logref: id }),
   );
   res.writeHead(417, {
-    'content-type': PROBLEM_MEDIA_TYPE,
+    'content-type': PROBLEM_CONTENT_TYPE,
     'content-length': Buffer.byteLength(body),
     'x-request-id': id,
     connection: 'close',

@@ -53,13 +53,31 @@ interface RequestLine {
   whole: boolean;
 }
 
-/** The method and path of the request line Node could not finish parsing, when the bytes it kept have them. */
+/** Where the request the parser stopped in begins: after the head (ended by a blank line) of any request before it. */
+function requestStart(raw: Buffer, stoppedAt: number): number {
+  const before = raw.subarray(0, stoppedAt);
+  const crlf = before.lastIndexOf('\n\r\n');
+  const lf = before.lastIndexOf('\n\n');
+  return Math.max(crlf < 0 ? 0 : crlf + 3, lf < 0 ? 0 : lf + 2);
+}
+
+/**
+ * The method and path of the request line Node could not finish parsing, when the bytes it kept have them. The bytes
+ * are the chunk the failing request came in, which may begin with requests before it (pipelined, or the excess of a
+ * body longer than its Content-Length): the failing one starts after the last blank line before where the parser
+ * stopped.
+ */
 function requestLineOf(err: ClientError): RequestLine | undefined {
   const raw = err.rawPacket;
   if (!raw) return undefined;
-  const line = raw.subarray(0, Math.min(raw.length, MAX_INSTANCE_LENGTH + 64)).toString('latin1');
+  const stoppedAt = Math.min(err.bytesParsed ?? 0, raw.length);
+  const start = requestStart(raw, stoppedAt);
+  const line = raw.subarray(start, Math.min(raw.length, start + MAX_INSTANCE_LENGTH + 64)).toString('latin1');
   const [, method, path, , version] = REQUEST_LINE.exec(line) ?? [];
-  return path && path.length <= MAX_INSTANCE_LENGTH ? { method, path, whole: version !== undefined } : undefined;
+  if (!path || path.length > MAX_INSTANCE_LENGTH) return undefined;
+  // Stopped in this line's method, and the rest of the line is a request's: the method alone is at fault.
+  const whole = version !== undefined && stoppedAt - start <= method.length;
+  return { method, path, whole };
 }
 
 /**

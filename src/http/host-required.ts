@@ -5,11 +5,15 @@ import { addRequestStep } from './convention-hooks';
 import { headerValues } from './raw-headers';
 
 /**
- * RFC 9112 §3.2 / RFC 3986 §3.2.2-3.2.3: `uri-host [ ":" port ]`, the host an IP literal in brackets or a reg-name
- * (unreserved, percent-encoded and sub-delims characters; an IPv4 address is one of those), the port digits. No
- * space, path, query or userinfo.
+ * RFC 9112 §3.2 / RFC 3986 §3.2.2-3.2.3: `uri-host [ ":" port ]`, the host an IP literal in brackets (an IPv6
+ * address, with an RFC 6874 zone id, or an IPvFuture) or a reg-name (unreserved, percent-encoded and sub-delims
+ * characters; an IPv4 address is one of those), the port digits. No space, path, query or userinfo.
  */
-const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::\d*)?$/;
+const IPV6 = String.raw`[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9\-._~%]+)?`;
+const IPVFUTURE = String.raw`v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+`;
+const IP_LITERAL = String.raw`\[(?:${IPV6}|${IPVFUTURE})\]`;
+const REG_NAME = String.raw`[A-Za-z0-9\-._~!$&'()*+,;=%]*`;
+const HOST_VALUE = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::\\d*)?$`);
 
 /**
  * RFC 9112 §3.2: an HTTP/1.1 request without a Host header is a 400, and so is any request with more than one Host

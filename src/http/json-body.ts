@@ -97,8 +97,8 @@ export function jsonBodyParser(app: FastifyInstance): RawJsonParser {
 function inexactDetail(literal: string): string {
   const shown = literal.length > 40 ? `${literal.slice(0, 37)}...` : literal;
   return (
-    `The number ${shown} cannot be held as sent: integers must be within ±9007199254740991 (2^53 - 1), and ` +
-    'other numbers within what a 64-bit float holds without becoming 0 or infinite. Send it as a string.'
+    `The number ${shown} cannot be held as sent: a 64-bit float would change it (at 2^53 and beyond it holds no ` +
+    'fraction and not every integer; far out it becomes infinite or 0). Send it as a string.'
   );
 }
 

@@ -5,7 +5,7 @@ import type { Logger } from '../logger';
 import { CommittedOffsets } from './committed-offsets';
 import { recoverFromFatalCrash } from './crash-recovery';
 import { handleUntilDone } from './handle-until-done';
-import { leaveStaleMember } from './stale-member';
+import { ReplacedMembers } from './stale-member';
 import { InFlightSlots } from './in-flight-slots';
 import { LagProbe, tp, type LagSources } from './lag-probe';
 import { watchMembership } from './membership-events';
@@ -73,8 +73,8 @@ export async function runGroupConsumer(
   let joins = 0;
   /** the member id of the latest join: another one means the member was dropped from the group meanwhile */
   let memberId: string | undefined;
-  /** taking the latest member out of the group after kafkajs replaced its consumer (stale-member.ts) */
-  let staleLeave: { memberId: string; done: AbortController } | undefined;
+  /** members kafkajs replaced after a crash, taken out of the group (stale-member.ts) */
+  const replaced = new ReplacedMembers(kafka, options.groupId, logger);
   const sessionTimeoutMs = options.sessionTimeoutMs ?? 10000;
   /** the partitions of the latest assignment */
   let assignment = new Set<string>();
@@ -156,7 +156,9 @@ export async function runGroupConsumer(
       });
     });
     if (options.membership) watchMembership(member, options.membership);
-    member.on(member.events.CRASH, () => leaveForReplaced());
+    member.on(member.events.CRASH, () => {
+      if (!stopping) replaced.replaced(memberId);
+    });
     recoverFromFatalCrash(member, logger, options.groupId, () => restart(member));
     try {
       await member.connect();
@@ -174,9 +176,7 @@ export async function runGroupConsumer(
     // handed back even where the partition came back to it, or it would be done again after the other's.
     const rejoined = memberId !== undefined && payload.memberId !== memberId;
     memberId = payload.memberId;
-    // Joined: the coordinator no longer waits for any member this process had before.
-    staleLeave?.done.abort();
-    staleLeave = undefined;
+    replaced.joined();
     const assigned = new Set<string>();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const p of partitions) assigned.add(tp(topic, p));
@@ -201,18 +201,6 @@ export async function runGroupConsumer(
       ).finally(() => announcing.delete(told));
       announcing.add(told);
     }
-  }
-
-  /**
-   * A crashed consumer is replaced by a new member (by kafkajs, or by restart()); the old one may still be in the
-   * group, if the crash came while the coordinator was unreachable, and would hold the new member's join up for a
-   * session after the broker is back. It is taken out until the process joins again or stops.
-   */
-  function leaveForReplaced(): void {
-    if (stopping || memberId === undefined || staleLeave?.memberId === memberId) return;
-    staleLeave?.done.abort();
-    const leave = (staleLeave = { memberId, done: new AbortController() });
-    void leaveStaleMember(kafka, { groupId: options.groupId, memberId, signal: leave.done.signal }, logger);
   }
 
   /**
@@ -317,7 +305,6 @@ export async function runGroupConsumer(
   /** At most 10 s in all (the grace included): the process's own stop is bounded at 15 s (src/main.ts). */
   async function stopOnce(): Promise<void> {
     stopping = true;
-    staleLeave?.done.abort();
     const began = Date.now();
     // Records under way finish (and are committed) for up to the grace; only those left are handed back.
     if (options.stopGraceMs && running.size > 0) await settlesWithin(Promise.allSettled(running), options.stopGraceMs);
@@ -331,7 +318,12 @@ export async function runGroupConsumer(
     // An offset read in flight would connect the admin again after its disconnect (kafkajs reconnects per request).
     const asking = Promise.allSettled([...announcing, probe?.stop()]);
     await settlesWithin(asking, Math.max(0, 10000 - (Date.now() - began)));
-    await Promise.all([consumer.disconnect().catch(() => undefined), announceOffsets.close(), probeOffsets.close()]);
+    await Promise.all([
+      consumer.disconnect().catch(() => undefined),
+      announceOffsets.close(),
+      probeOffsets.close(),
+      replaced.stop(),
+    ]);
   }
 
   await start();

@@ -1,5 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { pause } from '../lib/abortable-sleep';
+import { settlesWithin } from '../lib/settles-within';
 import type { Logger } from '../logger';
 import { clusterFactory } from './kafkajs-cluster-factory';
 
@@ -54,5 +55,43 @@ export async function leaveStaleMember(kafka: Kafka, stale: StaleMember, logger:
     }
   } finally {
     await cluster.disconnect().catch(() => undefined);
+  }
+}
+
+/**
+ * A group consumer's replaced members: each crash of its consumer (which kafkajs, or the group consumer, replaces
+ * with a new member) takes the member of the latest join out of the group, until the process joins again or stops.
+ * A member kafkajs got an id for but that crashed before its join was told (in SyncGroup) is not known here, and
+ * still expires a session later, as before.
+ */
+export class ReplacedMembers {
+  private leave: { memberId: string; done: AbortController; leaving: Promise<void> } | undefined;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly groupId: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The consumer crashed; `memberId` is the latest join's (undefined: it never joined, nothing to leave). */
+  replaced(memberId: string | undefined): void {
+    if (memberId === undefined || this.leave?.memberId === memberId) return;
+    this.leave?.done.abort();
+    const done = new AbortController();
+    const leaving = leaveStaleMember(this.kafka, { groupId: this.groupId, memberId, signal: done.signal }, this.logger);
+    this.leave = { memberId, done, leaving };
+  }
+
+  /** A join completed: the coordinator no longer waits for any member this process had before. */
+  joined(): void {
+    this.leave?.done.abort();
+    this.leave = undefined;
+  }
+
+  /** Ends any leave; a request in flight is waited for briefly, so no connection outlives the consumer's stop. */
+  async stop(): Promise<void> {
+    const leaving = this.leave?.leaving;
+    this.joined();
+    await settlesWithin(leaving, 2000);
   }
 }

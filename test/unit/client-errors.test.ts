@@ -14,9 +14,9 @@ const KEY = 'secret-key-0123456789abcdef';
 /** What methodsPlugin knows of the app's paths: here, one collection. */
 const allowedOf = (path: string) => (path === '/orders' ? ['GET', 'HEAD', 'OPTIONS', 'POST'] : undefined);
 
-async function serve(): Promise<{ port: number; lines: Record<string, unknown>[]; server: Server }> {
+async function serve(answerAfterMs = 0): Promise<{ port: number; lines: Record<string, unknown>[]; server: Server }> {
   const { logger, lines } = capturedLogger('info');
-  const server = createHttpServer((_req, res) => res.end());
+  const server = createHttpServer((_req, res) => setTimeout(() => res.end(), answerAfterMs));
   server.on('clientError', (err, socket) => answerClientError(err, socket, logger, allowedOf));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -112,6 +112,29 @@ describe('requests the HTTP parser refuses', () => {
       expect(answer).toMatch(/^HTTP\/1\.1 408 /);
       // The path as a URI reference: what is no part of one is percent-encoded.
       expect(JSON.parse(answer.split('\r\n\r\n')[1])).toMatchObject({ instance: '/orders/a%3Cb' });
+    } finally {
+      server.close();
+    }
+  });
+
+  // The bytes Node keeps are the whole chunk: a request before the failing one must not be answered for.
+  test.each([
+    [
+      'the excess of a body longer than its Content-Length',
+      'POST /orders HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{"a":1}',
+    ],
+    [
+      'a request pipelined after a good one',
+      'GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\nFOO /nowhere HTTP/1.1\r\nHost: x\r\n\r\n',
+    ],
+  ])('%s is answered for itself', async (_what, request) => {
+    // The request before is answered later: the parser's error comes first, and is what the client reads.
+    const { port, server } = await serve(50);
+    try {
+      const answer = await raw(port, request);
+      expect(answer).not.toMatch(/ 405 /);
+      expect(answer).not.toContain('/orders;');
+      expect(answer).not.toContain('/elsewhere');
     } finally {
       server.close();
     }

@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { MAX_BODY_DEPTH, nestsDeeperThan } from '../../src/http/json-body';
 import { problemType } from '../../src/problems/problem-types';
+import { instanceUri } from '../../src/http/instance-uri';
 import { bearer, call, inMemoryApi, type InMemoryApi } from './in-memory-api';
 
 /*
@@ -396,7 +397,7 @@ describe('raw HTTP the framework would answer with an empty body', () => {
   test('an Expect other than 100-continue is a 417 Problem naming the path', async () => {
     const answer = await raw('GET /orders?limit=1 HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 417 /);
-    expect(answer).toMatch(/content-type: application\/problem\+json/i);
+    expect(answer).toMatch(/content-type: application\/problem\+json; charset=utf-8\r\n/i);
     expect(answer).toContain(problemType('expectation-failed'));
     expect(answer).toContain('"instance":"/orders"');
   });
@@ -458,17 +459,30 @@ describe('headers that say two things', () => {
     expect(res.json()).toMatchObject({ type: problemType('bad-request'), detail: expect.stringMatching(/Host/) });
   });
 
-  test.each(['example.com', 'example.com:8080', '127.0.0.1:3000', '[::1]:3000', 'xn--bcher-kva.example', ''])(
-    'Host %j is served',
-    async (host) => {
-      const res = await api.app.inject({ method: 'GET', url: '/', headers: { host } });
-      expect(res.statusCode).toBe(200);
-    },
-  );
+  test.each([
+    'example.com',
+    'example.com:8080',
+    'Example.COM.',
+    '127.0.0.1:3000',
+    '[::1]:3000',
+    '[fe80::1%25eth0]:8080',
+    '[v1.fe]',
+    'xn--bcher-kva.example',
+    '',
+  ])('Host %j is served', async (host) => {
+    const res = await api.app.inject({ method: 'GET', url: '/', headers: { host } });
+    expect(res.statusCode).toBe(200);
+  });
 });
 
 test('a Problem names the path as a URI reference: what is no part of one is percent-encoded, escapes are kept', async () => {
   const res = await api.app.inject({ method: 'GET', url: '/tasks/<script>"x%41', headers: bearer() });
   expect(res.statusCode).toBe(404);
   expect(res.json().instance).toBe('/tasks/%3Cscript%3E%22x%41');
+});
+
+test('instanceUri encodes a % that escapes nothing and a character outside the BMP whole, and never throws', () => {
+  expect(instanceUri('/tasks/%zz/%41')).toBe('/tasks/%25zz/%41');
+  expect(instanceUri('/tasks/\u{1F600}')).toBe('/tasks/%F0%9F%98%80');
+  expect(instanceUri('/tasks/\ud800x')).toBe('/tasks/%EF%BF%BDx');
 });

@@ -11,6 +11,11 @@ describe('inexactNumberIn', () => {
     ['{"n":-2.5E-999}', '-2.5E-999'],
     ['{"n":1e309}', '1e309'],
     [`{"n":0.${'0'.repeat(400)}1}`, `0.${'0'.repeat(400)}1`],
+    // At 2^53 and beyond, however written: a float holds no fraction there, nor every integer.
+    ['{"n":9007199254740993.0}', '9007199254740993.0'],
+    ['{"n":9.007199254740993e15}', '9.007199254740993e15'],
+    ['{"n":12345678901234567890e0}', '12345678901234567890e0'],
+    ['{"n":12345678901234567.5}', '12345678901234567.5'],
   ])('case %#: a number a double does not hold as written is refused', (text, literal) => {
     expect(inexactNumberIn(text)).toBe(literal);
   });
@@ -19,7 +24,10 @@ describe('inexactNumberIn', () => {
     '{"n":9007199254740991}',
     '{"n":-9007199254740991}',
     '{"n":0.1, "m":1e300, "k":1e-300, "z":0e-400, "w":0.0000000000000000}',
-    '{"n":12345678901234567.5}',
+    // Integers a float holds exactly, however large, and floats written as they read back.
+    '{"a":9007199254740992, "b":10000000000000000, "c":1e21, "d":-1.5e300, "e":2e-310, "f":-0}',
+    // Below 2^53 a fraction is a float's to approximate, as every JSON reader does.
+    '{"pi":3.14159265358979323846, "small":123456789012345.678}',
     // Digits in strings are text, escaped quotes included.
     '{"id":"9007199254740993", "s":"say \\"1e-400\\" 123456789012345678"}',
   ])('%s is held as sent', (text) => {
