@@ -100,7 +100,7 @@ export const contentNegotiationPlugin = fp(
     app.removeAllContentTypeParsers();
     app.addContentTypeParser([...JSON_BODY_TYPES, MERGE_PATCH], { parseAs: 'buffer' }, jsonBodyParser(app));
 
-    addRequestStep(app, (request) => {
+    addRequestStep(app, (request, reply) => {
       const { headers } = request;
       const body = hasBody(headers);
       if (headers['content-type'] !== undefined) {
@@ -120,9 +120,11 @@ export const contentNegotiationPlugin = fp(
           `Content-Encoding ${coding} is not accepted; send the body as is.`,
         );
       }
-      const accept = request.headers.accept;
+      const accept = headers.accept;
       // OPTIONS answers 204 with Allow: no body, nothing to negotiate.
       if (request.method === 'OPTIONS') return;
+      // Whether the answer is the resource or a 406 depends on Accept: a shared cache must key on it.
+      reply.header('vary', 'Accept');
       // `*/*`, what most clients send (curl, fetch, undici), takes every type: nothing to parse or look up.
       if (!accept || accept === '*/*') return;
       const { answers, produces } = request.routeOptions.config ?? {};

@@ -20,6 +20,7 @@ import {
 import { TASK_ID_PARAMS, taskEventPageSchema, taskNotFound } from './task-schemas';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
 import type { TaskStore } from './task-store';
+import { addVary } from '../http/vary';
 
 export const EVENT_STREAM_MEDIA_TYPE = 'text/event-stream';
 
@@ -182,7 +183,8 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
       const { from } = resume;
       const self = `/tasks/${task.taskId}/events`;
       // One URL, two representations, and Last-Event-ID moves where a page starts: a cache must key on both.
-      reply.header('vary', 'Accept, Last-Event-ID');
+      addVary(reply, 'Accept');
+      addVary(reply, 'Last-Event-ID');
       if (wantsEventStream(request)) {
         if (request.method === 'HEAD') return eventStreamHead(deps, reply, task, from);
         // The stream writes its own head: the headers the conventions set (X-Request-Id, traceparent) go with it.

@@ -5,6 +5,7 @@ import { linkedAbort } from '../lib/linked-abort';
 import { tenantOf } from '../http/auth';
 import { evaluatePreconditions } from '../http/preconditions';
 import { halResource, link, type HalResource } from '../http/hal';
+import { addVary } from '../http/vary';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
 import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
@@ -82,7 +83,7 @@ function waitAsPreferred(
   closing: AbortSignal,
 ): TaskSnapshot | Promise<TaskSnapshot | undefined> {
   const wait = preferredWait(request);
-  reply.header('vary', 'Prefer');
+  addVary(reply, 'Prefer');
   if (wait === undefined) return task;
   reply.header('preference-applied', `wait=${wait}`);
   if (isFinal(task.status) || wait === 0) return task;

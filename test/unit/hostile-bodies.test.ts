@@ -279,6 +279,16 @@ describe('Accept', () => {
   });
 });
 
+describe('Vary', () => {
+  test('every negotiated answer varies on Accept, the 406 too; a task also on Prefer', async () => {
+    expect((await call(api.app, '/orders')).headers.vary).toBe('Accept');
+    expect((await call(api.app, '/orders', { headers: { accept: 'text/csv' } })).headers.vary).toBe('Accept');
+    const task = await call(api.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
+    expect(task.status).toBe(202);
+    expect((await call(api.app, `/tasks/${task.body.taskId}`)).headers.vary).toBe('Accept, Prefer');
+  });
+});
+
 describe('Accept on routes that answer no HAL JSON', () => {
   test('is weighed against the types they do answer: one refused is 406, one they answer is served', async () => {
     const cases: [string, string, number][] = [
