@@ -25,7 +25,7 @@ export function validatorFactory(): BuildCompilerFromPool {
     const others = fastifyDefault(externalSchemas, everyError) as unknown as RouteCompiler;
     const byPart: RouteCompiler = (route) => {
       if (route.httpPart === 'body') return compile(route.schema as object);
-      return coercesNumbers(route.schema) ? decimalOnly(others(route)) : others(route);
+      return coercesNumbers(route.schema) ? decimalOnly(others(route), integerNames(route.schema)) : others(route);
     };
     return byPart as unknown as ReturnType<BuildCompilerFromPool>;
   };
@@ -40,15 +40,22 @@ function coercesNumbers(schema: unknown): boolean {
   return /"(number|integer)"|"\$ref"/.test(JSON.stringify(schema) ?? '');
 }
 
-/** A number in a query string or path: decimal digits, with a sign and a fraction if any. */
+/** A number in a query string or path: decimal digits, with a sign and a fraction if any (none for an integer). */
 const DECIMAL = /^-?\d+(\.\d+)?$/;
+const INTEGER = /^-?\d+$/;
+
+/** The names of a flat text part's properties typed integer: `?limit=5.0` is no way to write one. */
+function integerNames(schema: unknown): Set<string> {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties ?? {};
+  return new Set(Object.entries(properties).flatMap(([name, p]) => (p?.type === 'integer' ? [name] : [])));
+}
 
 /*
  * Ajv coerces any text JavaScript's Number() reads: "0x10" to 16, " 10" to 10, "1e3" to 1000, and "1e309" or
  * "Infinity" to Infinity, for which it then skips `maximum` (`?limit=1e309` listed everything). A coerced text part is
  * flat (name → value), so each value that became a number is checked against the text it came from.
  */
-function decimalOnly(validate: ValidateFunction): ValidateFunction {
+function decimalOnly(validate: ValidateFunction, integers: ReadonlySet<string>): ValidateFunction {
   const checked = ((data: unknown) => {
     const texts = typeof data === 'object' && data !== null ? { ...(data as Record<string, unknown>) } : undefined;
     const valid = validate(data);
@@ -56,11 +63,17 @@ function decimalOnly(validate: ValidateFunction): ValidateFunction {
     for (const [name, value] of Object.entries(texts ? (data as Record<string, unknown>) : {})) {
       const text = texts?.[name];
       // A value the request did not send (a schema default) has no text to check.
-      if (typeof value !== 'number' || typeof text !== 'string' || (DECIMAL.test(text) && Number.isFinite(value)))
-        continue;
-      if (errors.some((e) => e.instancePath === `/${name}`)) continue;
-      const message = Number.isFinite(value) ? 'must be written in decimal digits' : 'must be finite';
-      errors.push({ instancePath: `/${name}`, schemaPath: '#/type', keyword: 'type', params: {}, message });
+      if (typeof value !== 'number' || typeof text !== 'string') continue;
+      const form = integers.has(name) ? INTEGER : DECIMAL;
+      if (form.test(text) && Number.isFinite(value)) continue;
+      // What the text is comes first: `?limit=1e3` is told it is no decimal, not that 1000 is above the maximum.
+      const path = `/${name}`;
+      for (let i = errors.length - 1; i >= 0; i -= 1) if (errors[i].instancePath === path) errors.splice(i, 1);
+      const digits = integers.has(name)
+        ? 'must be written in decimal digits, with no fraction'
+        : 'must be written in decimal digits';
+      const message = Number.isFinite(value) ? digits : 'must be finite';
+      errors.push({ instancePath: path, schemaPath: '#/type', keyword: 'type', params: {}, message });
     }
     checked.errors = errors.length > 0 ? errors : validate.errors;
     return valid && errors.length === 0;

@@ -83,13 +83,19 @@ describe('query values', () => {
     expect((await call(api.app, '/orders?limit=100&offset=0')).status).toBe(200);
   });
 
-  test.each(['limit=0x10', 'limit=%2010', 'offset=1e3', 'limit=10%20', 'offset=+1', 'limit=0b11'])(
+  test.each(['limit=0x10', 'limit=%2010', 'offset=1e3', 'limit=10%20', 'offset=+1', 'limit=0b11', 'limit=5.0'])(
     '?%s is a 400: a number in a query is written in decimal digits',
     async (query) => {
       const res = await call(api.app, `/orders?${query}`);
       expect([res.status, res.body.errors?.[0]?.instance]).toEqual([400, `/querystring/${query.split('=')[0]}`]);
     },
   );
+
+  test('the form is told before the range: ?limit=1e3 is no decimal integer, whatever 1000 is', async () => {
+    const res = await call(api.app, '/orders?limit=1e3');
+    expect(res.body.errors).toHaveLength(1);
+    expect(res.body.errors[0].detail).toMatch(/decimal digits, with no fraction/);
+  });
 
   test('every offending parameter is named, as every offending field of a body is', async () => {
     const pointers = async (url: string) =>
