@@ -25,6 +25,12 @@ export const hostRequiredPlugin = fp(
   async (app: FastifyInstance) => {
     addRequestStep(app, (request) => {
       const { httpVersionMajor, httpVersionMinor } = request.raw;
+      // Node's parser reads `HTTP/2.0` (and a line with no version, as 0.9) into an HTTP/1 exchange; RFC 9110
+      // §15.6.6 answers a major version the server does not speak with 505.
+      if (httpVersionMajor !== 1) {
+        const detail = `HTTP/${httpVersionMajor}.${httpVersionMinor} is not spoken here; send HTTP/1.1.`;
+        throw new ProblemError('http-version-not-supported', detail);
+      }
       // An empty Host is allowed (RFC 9112 §3.2: a target with no authority); only a missing one is refused.
       if (httpVersionMajor === 1 && httpVersionMinor === 1 && request.headers.host === undefined) {
         throw new ProblemError('bad-request', 'An HTTP/1.1 request must carry a Host header.');

@@ -39,6 +39,7 @@ export const PROBLEM_TYPES = {
   'expectation-failed': { status: 417, title: 'Expectation failed' },
   'idempotency-key-reused': { status: 422, title: 'Idempotency-Key reused for another request' },
   'headers-too-large': { status: 431, title: 'Request header fields too large' },
+  'http-version-not-supported': { status: 505, title: 'HTTP version not supported' },
   'internal-error': { status: 500, title: 'Internal server error' },
   'kafka-unavailable': { status: 503, title: 'Kafka unavailable' },
   'not-ready': { status: 503, title: 'Not ready' },

@@ -362,6 +362,15 @@ describe('raw HTTP the framework would answer with an empty body', () => {
     expect(await raw('GET / HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
   });
 
+  test('an HTTP version other than 1.x is a 505 Problem (Node would serve HTTP/2.0 as HTTP/1)', async () => {
+    for (const version of ['HTTP/2.0', 'HTTP/0.9']) {
+      const answer = await raw(`GET / ${version}\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 505 /);
+      expect(answer).toContain(problemType('http-version-not-supported'));
+    }
+    expect(await raw('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   test('the asterisk-form target (*) is for OPTIONS only: OPTIONS * is 204 with Allow, GET * a 400 Problem', async () => {
     // RFC 9112 §3.2.4: "*" names the server as a whole, and only OPTIONS may use it (RFC 9110 §9.3.7).
     const options = await raw('OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
