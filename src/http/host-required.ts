@@ -31,11 +31,11 @@ export const hostRequiredPlugin = fp(
         const detail = `HTTP/${httpVersionMajor}.${httpVersionMinor} is not spoken here; send HTTP/1.1.`;
         throw new ProblemError('http-version-not-supported', detail);
       }
+      const host = request.headers.host;
       // An empty Host is allowed (RFC 9112 §3.2: a target with no authority); only a missing one is refused.
-      if (httpVersionMajor === 1 && httpVersionMinor === 1 && request.headers.host === undefined) {
+      if (httpVersionMinor === 1 && host === undefined) {
         throw new ProblemError('bad-request', 'An HTTP/1.1 request must carry a Host header.');
       }
-      const host = request.headers.host;
       if (host !== undefined && !HOST_VALUE.test(host)) {
         throw new ProblemError('bad-request', 'The Host header is no host[:port] (RFC 9112 §3.2).');
       }

@@ -9,7 +9,7 @@
 
 /** What a body must hold before it is scanned: a run of 16 digits (with points), or a 2-digit exponent. */
 const MAY_BE_INEXACT = /\d[\d.]{15}|[eE][+-]?\d{2}/;
-const NUMBER = /-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/y;
+const NUMBER = /-?(\d+)(?:\.(\d+))?(?:[eE][+-]?\d+)?/y;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const MINUS = 0x2d;
