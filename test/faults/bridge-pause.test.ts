@@ -71,10 +71,11 @@ test('a bridge SIGSTOPped past its session resumes without late repeats: 0 lost,
   );
   const [api] = services;
   // Each callback is put down to the bridge process that sent it, by its connection's port.
-  const senderOf = (port: number) => {
+  const senderOf = (port: number, receiverPort: number) => {
     const pid = socketOwner(
       port,
       bridges.map((b) => b.process.pid ?? 0),
+      receiverPort,
     );
     return pid === undefined ? undefined : String(bridges.findIndex((b) => b.process.pid === pid));
   };

@@ -57,12 +57,12 @@ export class ChaosReceiver {
   url = '';
 
   /**
-   * `identify` names the sender of a new connection from its peer port (test/support/socket-owner.ts): asked once per
-   * connection, while it is new.
+   * `identify` names the sender of a new connection from its peer port and the receiver's own (the two ends of the
+   * connection: test/support/socket-owner.ts): asked once per connection, while it is new.
    */
   constructor(
     private readonly policy: ChaosPolicy = () => ({ status: 200 }),
-    private readonly identify?: (peerPort: number) => string | undefined,
+    private readonly identify?: (peerPort: number, localPort: number) => string | undefined,
   ) {}
 
   async start(): Promise<this> {
@@ -94,7 +94,7 @@ export class ChaosReceiver {
           status: reply.status,
           accepted: false,
           // Asked again if the connection's own moment could not tell (the sender's socket table was read mid-change).
-          sender: senders.get(req.socket) ?? this.identify?.(req.socket.remotePort ?? 0),
+          sender: senders.get(req.socket) ?? this.identify?.(req.socket.remotePort ?? 0, req.socket.localPort ?? 0),
         };
         this.deliveries.push(d);
         // A caller killed mid-request leaves a dead socket; writing to it is not an error worth a crash.
@@ -113,7 +113,9 @@ export class ChaosReceiver {
     });
     const identify = this.identify;
     if (identify)
-      this.server.on('connection', (socket: Socket) => senders.set(socket, identify(socket.remotePort ?? 0)));
+      this.server.on('connection', (socket: Socket) =>
+        senders.set(socket, identify(socket.remotePort ?? 0, socket.localPort ?? 0)),
+      );
     this.url = await listenOnLoopback(this.server);
     return this;
   }
