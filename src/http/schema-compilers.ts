@@ -64,12 +64,12 @@ function decimalOnly(validate: ValidateFunction, integers: ReadonlySet<string>):
       const text = texts?.[name];
       // A value the request did not send (a schema default) has no text to check.
       if (typeof value !== 'number' || typeof text !== 'string') continue;
-      const form = integers.has(name) ? INTEGER : DECIMAL;
-      if (form.test(text) && Number.isFinite(value)) continue;
+      const integer = integers.has(name);
+      if ((integer ? INTEGER : DECIMAL).test(text) && Number.isFinite(value)) continue;
       // What the text is comes first: `?limit=1e3` is told it is no decimal, not that 1000 is above the maximum.
       const path = `/${name}`;
       for (let i = errors.length - 1; i >= 0; i -= 1) if (errors[i].instancePath === path) errors.splice(i, 1);
-      const digits = integers.has(name)
+      const digits = integer
         ? 'must be written in decimal digits, with no fraction'
         : 'must be written in decimal digits';
       const message = Number.isFinite(value) ? digits : 'must be finite';

@@ -20,7 +20,7 @@ const RETRY_MS = 500;
 /** Given up after this (an outage this long): the coordinator then expires the member a session after it is back. */
 const GIVE_UP_AFTER_MS = 10 * 60000;
 
-export interface StaleMember {
+interface StaleMember {
   groupId: string;
   memberId: string;
   /** aborted once the member cannot hold anything up any longer (the consumer joined again, or stopped) */
@@ -36,7 +36,7 @@ export interface StaleMember {
  * is safe; the join that waits for it then completes at once. Never rejects: a failure is tried again until the
  * signal or the time limit, and a member that is already gone ends it.
  */
-export async function leaveStaleMember(kafka: Kafka, stale: StaleMember, logger: Logger): Promise<void> {
+async function leaveStaleMember(kafka: Kafka, stale: StaleMember, logger: Logger): Promise<void> {
   const cluster = clusterFactory(kafka)({}) as CoordinatorCluster;
   const giveUpAt = Date.now() + GIVE_UP_AFTER_MS;
   try {
