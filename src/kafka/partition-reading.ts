@@ -10,7 +10,7 @@ import {
   type ReaderClusters,
   type ReadingCluster,
 } from './reader-clusters';
-import { KafkaUnavailableError, type PartitionReadOptions, type PartitionReading } from './types';
+import { KafkaUnavailableError, RecordsDeletedError, type PartitionReadOptions, type PartitionReading } from './types';
 
 /** one fetch per reader: what a slow receiver can make this process hold for it */
 const MAX_FETCH_BYTES = 256 * 1024;
@@ -71,7 +71,7 @@ export class Reading implements PartitionReading {
       broker = await withKafkaTimeout(this.connect(), timeoutMs, `reader of ${topic}/${partition}`);
     } catch (err) {
       void this.stop();
-      if (err instanceof KafkaUnavailableError) throw err;
+      if (err instanceof KafkaUnavailableError || err instanceof RecordsDeletedError) throw err;
       throw new KafkaUnavailableError('the partition reader did not start', err);
     }
     void this.read(broker);
@@ -137,8 +137,12 @@ export class Reading implements PartitionReading {
   }
 
   private async connect(): Promise<FetchingBroker> {
+    const { topic, partition, refuseDeleted } = this.options;
     await this.step(this.cluster.connect());
-    await this.step(this.cluster.addTargetTopic(this.options.topic));
+    await this.step(this.cluster.addTargetTopic(topic));
+    // Asked before the first fetch, so the receiver hears of the gap before any record (a stream before its head).
+    const earliest = refuseDeleted ? await this.step(logStart(this.cluster, topic, partition)) : 0n;
+    if (this.position < earliest) throw new RecordsDeletedError(topic, partition, earliest);
     return this.leader();
   }
 
@@ -227,8 +231,9 @@ export class Reading implements PartitionReading {
         if (e === STOPPED) throw e;
         return undefined;
       });
-      if (moved) return false;
-      if (moved === false) {
+      if (moved === 'moved') return false;
+      if (moved === 'deleted') return true;
+      if (moved === 'past-end') {
         this.fail(err, "the position is past the partition's end");
         return true;
       }
@@ -252,16 +257,21 @@ export class Reading implements PartitionReading {
 
   /**
    * The position is no longer in the log. Below its start, the records were deleted (retention): the reading goes
-   * on from the first record there is, as a Kafka consumer with auto.offset.reset=earliest would, and true. Past
-   * its end (a truncated or recreated log) it never goes back to offsets below the one asked for: false.
+   * on from the first record there is, as a Kafka consumer with auto.offset.reset=earliest would ('moved'), or,
+   * with `refuseDeleted`, ends saying so ('deleted'). Past its end (a truncated or recreated log) it never goes back
+   * to offsets below the one asked for ('past-end').
    */
-  private async outOfRange(): Promise<boolean> {
+  private async outOfRange(): Promise<'moved' | 'past-end' | 'deleted'> {
     const { topic, partition } = this.options;
     const earliest = await this.step(logStart(this.cluster, topic, partition));
-    if (this.position >= earliest) return false;
+    if (this.position >= earliest) return 'past-end';
+    if (this.options.refuseDeleted) {
+      this.fail(new RecordsDeletedError(topic, partition, earliest), 'records at its position were deleted');
+      return 'deleted';
+    }
     this.logger.warn({ topic, partition, from: String(this.position), to: String(earliest) }, 'reader skipped deleted');
     this.advance(earliest);
-    return true;
+    return 'moved';
   }
 
   private fail(err: unknown, why: string): void {

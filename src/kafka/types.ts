@@ -237,6 +237,12 @@ export interface PartitionReadOptions {
    */
   onError?(err: Error): void;
   giveUpAfter?: number;
+  /**
+   * Records below the partition's log start (deleted by retention, or by a records deletion) are a gap the receiver
+   * must know of: opening at such a position rejects with RecordsDeletedError, and a reading that falls below the
+   * log start ends with it (onError). Without it, the reading goes on from the first record there is.
+   */
+  refuseDeleted?: boolean;
 }
 
 export interface PartitionReading {
@@ -258,6 +264,19 @@ export interface PartitionReader {
   open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading>;
   /** The partition's end: the offset the next record written to it will get. */
   endOffset(topic: string, partition: number, timeoutMs: number): Promise<string>;
+}
+
+/** The records from a reading's position up to `firstOffset` (the log start) are no longer in the log. */
+export class RecordsDeletedError extends Error {
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    /** where the partition's log starts now: the first record there is */
+    readonly firstOffset: bigint,
+  ) {
+    super(`the records of ${topic}/${partition} before offset ${firstOffset} were deleted`);
+    this.name = 'RecordsDeletedError';
+  }
 }
 
 /** Kafka did not answer in time or is down; any caller may answer it as the `kafka-unavailable` problem. */

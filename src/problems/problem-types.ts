@@ -47,6 +47,7 @@ export const PROBLEM_TYPES = {
   'task-failed': { status: 500, title: 'Task failed' },
   'task-timed-out': { status: 504, title: 'Task timed out' },
   'task-request-invalid': { status: 400, title: 'Invalid task request' },
+  'task-events-deleted': { status: 410, title: 'Task events deleted' },
 } as const satisfies Record<string, ProblemTypeEntry>;
 
 export type ProblemKind = keyof typeof PROBLEM_TYPES;

@@ -8,10 +8,11 @@ import { MAX_PAGE_SIZE, pageLink } from '../http/paging';
 import { problemResponse } from '../http/route-schema-conventions';
 import { problem } from '../problems/problem-detail';
 import { ProblemError } from '../problems/problem-error';
-import type { PartitionReader } from '../kafka/types';
+import { RecordsDeletedError, type PartitionReader } from '../kafka/types';
 import type { Logger } from '../logger';
 import {
   COORDINATE_PATTERN,
+  coordinate,
   EVENT_STREAM_HEAD,
   parseCoordinate,
   readTaskEventPage,
@@ -66,8 +67,29 @@ function eventsRouteSchema(): Schema {
       204: emptyResponse('Nothing after the cursor of a finished task: an EventSource stops reconnecting'),
       400: problemResponse('validation-failed: the cursor is not an event id of this task, or limit is invalid.'),
       404: taskNotFound,
+      410: problemResponse(
+        "task-events-deleted: Kafka has deleted the task's events from the cursor on (the topic's retention); " +
+          '`resumeAfter` is the cursor for what is left.',
+      ),
     },
   };
+}
+
+/**
+ * Events the topic's retention (or a records deletion) removed are a gap a page or stream must not pass over in
+ * silence: a page would end `complete` without them, and a Kafka client reading from the task's offset waits for
+ * ever. The answer names where the partition starts now, for a client that wants what is left.
+ */
+function deletedEvents(err: unknown, task: TaskSnapshot): unknown {
+  if (!(err instanceof RecordsDeletedError)) return err;
+  const first = coordinate(task.partition, err.firstOffset);
+  const detail =
+    `Kafka has deleted the events of ${task.topic} partition ${task.partition} before offset ${err.firstOffset} ` +
+    `(the topic's retention), and with them some or all of this task's from the cursor on. ${first} is the first ` +
+    `record left; resumeAfter is the cursor for the rest.`;
+  return new ProblemError('task-events-deleted', detail, {
+    extensions: { resumeAfter: coordinate(task.partition, err.firstOffset - 1n) },
+  });
 }
 
 /** where a cursor given as the Last-Event-ID header is reported (and told apart from `?after=`) */
@@ -178,52 +200,65 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
     },
     async (request, reply) => {
       const task = deps.ownTask(tenantOf(request), request.params.taskId);
-      const resume = resumeOffset(request, task);
-      await refuseCursorPastEnd(deps, task, resume);
-      const { from } = resume;
-      const self = `/tasks/${task.taskId}/events`;
-      // One URL, two representations, and Last-Event-ID moves where a page starts: a cache must key on both.
-      addVary(reply, 'Accept');
-      addVary(reply, 'Last-Event-ID');
-      if (wantsEventStream(request)) {
-        if (request.method === 'HEAD') return eventStreamHead(deps, reply, task, from);
-        // The stream writes its own head: the headers the conventions set (X-Request-Id, traceparent) go with it.
-        const stream = new TaskEventStream(deps, task, reply.raw, reply.getHeaders() as OutgoingHttpHeaders);
-        const opened = await stream.open(from, isFinal(task.status));
-        // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
-        if ('nothing' in opened) return reply.code(204).send();
-        // Taken over either way: a stream answers on its own, and a client that left gets no answer at all.
-        reply.hijack();
-        if ('gone' in opened) return reply;
-        streams.add(stream);
-        void opened.served.then(() => streams.delete(stream));
-        return reply;
-      }
-      const { limit } = request.query;
-      const { events, more } = await readTaskEventPage(deps, task, from, limit);
-      // `self` names the page served: a page that Last-Event-ID started names that cursor as `after`.
-      const cursor = resume.where === LAST_EVENT_ID ? `${task.partition}:${from - 1n}` : request.query.after;
-      const after = cursor ? `after=${cursor}&` : '';
-      const links: Record<string, { href: string }> = {
-        self: link(`${self}?${after}limit=${limit}`),
-        task: link(`/tasks/${task.taskId}`),
-      };
-      const last = events.at(-1);
-      if (more && last) links.next = pageLink(`${self}?after=${last.id}&limit=${limit}`);
-      return halResource(
-        {
-          count: events.length,
-          // Nothing follows: the page holds the final event, or the task had ended and its partition was read.
-          complete: (last?.final ?? false) || (!more && isFinal(task.status)),
-          events: events.map((e) => ({
-            id: e.id,
-            partition: e.partition,
-            offset: Number(e.offset),
-            ...(JSON.parse(e.value) as object),
-          })),
-        },
-        links,
-      );
+      return serveEvents(deps, streams, request, reply, task).catch((err: unknown) => {
+        throw deletedEvents(err, task);
+      });
     },
+  );
+}
+
+/** One request of the events route: its stream or its page, from the cursor. */
+async function serveEvents(
+  deps: TaskEventRouteDeps,
+  streams: Set<TaskEventStream>,
+  request: FastifyRequest<EventsRequest>,
+  reply: FastifyReply,
+  task: TaskSnapshot,
+) {
+  const resume = resumeOffset(request, task);
+  await refuseCursorPastEnd(deps, task, resume);
+  const { from } = resume;
+  const self = `/tasks/${task.taskId}/events`;
+  // One URL, two representations, and Last-Event-ID moves where a page starts: a cache must key on both.
+  addVary(reply, 'Accept');
+  addVary(reply, 'Last-Event-ID');
+  if (wantsEventStream(request)) {
+    if (request.method === 'HEAD') return eventStreamHead(deps, reply, task, from);
+    // The stream writes its own head: the headers the conventions set (X-Request-Id, traceparent) go with it.
+    const stream = new TaskEventStream(deps, task, reply.raw, reply.getHeaders() as OutgoingHttpHeaders);
+    const opened = await stream.open(from, isFinal(task.status));
+    // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
+    if ('nothing' in opened) return reply.code(204).send();
+    // Taken over either way: a stream answers on its own, and a client that left gets no answer at all.
+    reply.hijack();
+    if ('gone' in opened) return reply;
+    streams.add(stream);
+    void opened.served.then(() => streams.delete(stream));
+    return reply;
+  }
+  const { limit } = request.query;
+  const { events, more } = await readTaskEventPage(deps, task, from, limit);
+  // `self` names the page served: a page that Last-Event-ID started names that cursor as `after`.
+  const cursor = resume.where === LAST_EVENT_ID ? `${task.partition}:${from - 1n}` : request.query.after;
+  const after = cursor ? `after=${cursor}&` : '';
+  const links: Record<string, { href: string }> = {
+    self: link(`${self}?${after}limit=${limit}`),
+    task: link(`/tasks/${task.taskId}`),
+  };
+  const last = events.at(-1);
+  if (more && last) links.next = pageLink(`${self}?after=${last.id}&limit=${limit}`);
+  return halResource(
+    {
+      count: events.length,
+      // Nothing follows: the page holds the final event, or the task had ended and its partition was read.
+      complete: (last?.final ?? false) || (!more && isFinal(task.status)),
+      events: events.map((e) => ({
+        id: e.id,
+        partition: e.partition,
+        offset: Number(e.offset),
+        ...(JSON.parse(e.value) as object),
+      })),
+    },
+    links,
   );
 }

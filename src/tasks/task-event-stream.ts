@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { IncomingRecord, PartitionReader, PartitionReading } from '../kafka/types';
+import { RecordsDeletedError, type IncomingRecord, type PartitionReader, type PartitionReading } from '../kafka/types';
 import type { Logger } from '../logger';
 import type { TaskSnapshot } from './task-snapshot';
 
@@ -76,12 +76,19 @@ export async function readTaskEventPage(
   const full = new Promise<void>((resolve) => {
     enough = resolve;
   });
+  /** why the reading ended, told after its waiters were refused (their error only says it stopped) */
+  let ended: Error | undefined;
   const reading = await deps.reader.open(
     {
       topic: task.topic,
       partition: task.partition,
       fromOffset: fromOffset.toString(),
       until: end.toString(),
+      // A page that passed over deleted events would call itself complete: the gap is the answer instead.
+      refuseDeleted: true,
+      onError: (err) => {
+        ended = err;
+      },
       onRecord(record) {
         if (more || events.at(-1)?.final) return;
         const e = asTaskEvent(record, task.taskId);
@@ -95,6 +102,8 @@ export async function readTaskEventPage(
   );
   try {
     await Promise.race([reading.reached(end.toString(), remaining()), full]);
+  } catch (err) {
+    throw ended instanceof RecordsDeletedError ? ended : err;
   } finally {
     await reading.stop();
   }
@@ -193,6 +202,9 @@ export class TaskEventStream {
         topic: this.task.topic,
         partition: this.task.partition,
         fromOffset: fromOffset.toString(),
+        // Events deleted before the cursor: opening fails before the head (the client's 410); deleted under a slow
+        // stream, the stream ends (onError) and its reconnection hears of it.
+        refuseDeleted: true,
         onRecord: (record) => this.onRecord(record, firstEvent),
         ...(end !== undefined ? { until: end.toString() } : {}),
         // Kafka refused the reading for good: the client is told by the stream's end, and reconnects.

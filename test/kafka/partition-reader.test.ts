@@ -1,7 +1,7 @@
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { KafkaPartitionReader } from '../../src/kafka/partition-reader';
-import { KafkaUnavailableError, type IncomingRecord } from '../../src/kafka/types';
+import { KafkaUnavailableError, RecordsDeletedError, type IncomingRecord } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import { testBrokers, uniquePrefix } from '../support/test-service';
 import { newTopic } from '../support/new-topic';
@@ -151,6 +151,64 @@ test('a position below the log start (records deleted) goes on from the first re
     await reading.reached(target, 10000);
     expect(got).toEqual(['d3', 'd4']);
   } finally {
+    await reading.stop();
+  }
+});
+
+test('refuseDeleted: opening below the log start rejects with RecordsDeletedError naming where the log starts', async () => {
+  const topic = await newTopic(admin, 'reader');
+  await write(topic, ['d1', 'd2', 'd3', 'd4'], 'commit');
+  await admin.deleteTopicRecords({ topic, partitions: [{ partition: 1, offset: '2' }] });
+  const opening = reader.open(
+    { topic, partition: 1, fromOffset: '1', refuseDeleted: true, onRecord: () => undefined },
+    5000,
+  );
+  await expect(opening).rejects.toBeInstanceOf(RecordsDeletedError);
+  await expect(opening).rejects.toMatchObject({ topic, partition: 1, firstOffset: 2n });
+  // At the log start itself nothing is missing.
+  const at = await reader.open(
+    { topic, partition: 1, fromOffset: '2', refuseDeleted: true, onRecord: () => undefined },
+    5000,
+  );
+  await at.stop();
+});
+
+test('refuseDeleted: a reading that falls below the log start ends with RecordsDeletedError, and skips nothing', async () => {
+  const topic = await newTopic(admin, 'reader');
+  await write(topic, ['d1', 'd2', 'd3', 'd4'], 'commit');
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const got: string[] = [];
+  const errors: Error[] = [];
+  const reading = await reader.open(
+    {
+      topic,
+      partition: 1,
+      fromOffset: '0',
+      refuseDeleted: true,
+      // The first record holds the reading while the records after its fetch are written and deleted.
+      onRecord: async (r) => {
+        got.push(r.value ?? '');
+        if (got.length === 1) await gate;
+      },
+      onError: (err) => void errors.push(err),
+    },
+    5000,
+  );
+  try {
+    await until(async () => (got.length === 1 ? true : undefined), 10000, 20, 'the first record');
+    await write(topic, ['d5', 'd6'], 'commit');
+    await admin.deleteTopicRecords({ topic, partitions: [{ partition: 1, offset: '7' }] });
+    release();
+    await until(async () => (errors.length > 0 ? true : undefined), 10000, 20, 'the reading ends');
+    expect(errors[0]).toBeInstanceOf(RecordsDeletedError);
+    expect(errors[0]).toMatchObject({ firstOffset: 7n });
+    // What its one fetch held was handed over; d5 and d6 were deleted before it got to them: never handed over.
+    expect(got).toEqual(['d1', 'd2', 'd3', 'd4']);
+  } finally {
+    release();
     await reading.stop();
   }
 });
