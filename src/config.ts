@@ -317,6 +317,7 @@ function xdgCacheHome(env: Env): string {
 export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
   const r = new Reader(env);
   const kafkaTimeoutMs = r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000);
+  const http = parseHttpLimits(r, kafkaTimeoutMs);
   const config: Config = {
     port: r.int('PORT', 3000, 0, 65535),
     host: parseHost(r),
@@ -335,10 +336,12 @@ export function loadConfig(env: Env = process.env, roleOverride?: string): Confi
     taskConcurrency: r.int('TASK_CONCURRENCY', 128, 1, 10000),
     taskTimeoutMs: r.int('TASK_TIMEOUT_MS', 3600000, 100, 7 * 24 * 3600000),
     callbacks: parseCallbacks(r),
-    http: parseHttpLimits(r, kafkaTimeoutMs),
+    http,
     taskRetentionMs: r.int('TASK_RETENTION_MS', 7 * 24 * 3600000, 1000, 3650 * 24 * 3600000),
     publicUrl: parsePublicUrl(r),
-    eventsHeartbeatMs: r.int('EVENTS_HEARTBEAT_MS', 15000, 100, 15000),
+    // A stream's heartbeat is its only traffic while it waits: it must come before the idle limit closes the socket
+    // (short HTTP timeouts make that limit shorter than the default heartbeat).
+    eventsHeartbeatMs: Math.min(r.int('EVENTS_HEARTBEAT_MS', 15000, 100, 15000), Math.floor(http.idleTimeoutMs / 2)),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

@@ -91,6 +91,16 @@ describe('configuration', () => {
     const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
     expect(readme).toMatch(/^\| `KAFKA_STARTUP_TIMEOUT_MS` \|.*\| `120000` \|$/m);
   });
+  test('EVENTS_HEARTBEAT_MS never reaches half the idle limit, so a waiting stream is not closed as idle', () => {
+    expect(loadConfig({}).eventsHeartbeatMs).toBe(15000);
+    expect(loadConfig({ EVENTS_HEARTBEAT_MS: '500' }).eventsHeartbeatMs).toBe(500);
+    // idle = 2000 + 1000 + 5000 ms: a 15 s heartbeat would come after the socket was closed
+    const short = { HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_HEADERS_TIMEOUT_MS: '1000', KAFKA_TIMEOUT_MS: '1000' };
+    const c = loadConfig(short);
+    expect(c.http.idleTimeoutMs).toBe(8000);
+    expect(c.eventsHeartbeatMs).toBe(4000);
+  });
+
   test('CALLBACK_LANE_BUFFER: 100 by default, never above CALLBACK_CONCURRENCY, read and documented', () => {
     expect(loadConfig({}).callbacks.laneBuffer).toBe(100);
     expect(loadConfig({ CALLBACK_CONCURRENCY: '10' }).callbacks.laneBuffer).toBe(10);
