@@ -16,6 +16,7 @@ import { ProblemError } from '../problems/problem-error';
 import type { OutgoingRecord, PartitionReader, WrittenRecord } from '../kafka/types';
 import type { Logger } from '../logger';
 import { taskEventRoutes } from './task-event-routes';
+import { echoErrors } from './task-patch';
 import type { TaskRegistry } from './task-registry';
 import { taskRepresentation } from './task-representation';
 import { taskRouteSchemas, taskSchema, type TaskSubmission } from './task-schemas';
@@ -258,7 +259,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   app.patch<TaskParams>('/tasks/:taskId', cancelOptions, async (request, reply) => {
     const task = ownTask(tenantOf(request), request.params.taskId);
     evaluatePreconditions(request);
-    const errors = bodyErrors(request);
+    const errors = [...bodyErrors(request), ...echoErrors(request.body, represent(task))];
     if (errors.length > 0)
       throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', {
         errors,

@@ -124,10 +124,19 @@ export function submissionSchema(typeNames: string[]): Schema {
   };
 }
 
+/** The tracking resource's fields but its status: the server's only, so a PATCH that sends them back drops them. */
+const serverSetFields = Object.fromEntries(
+  Object.keys(taskSchema.properties as object)
+    .filter((name) => name !== 'status')
+    .map((name) => [name, { description: 'as GET gave it: set by the server, not changed here' }]),
+);
+
 export const statusPatchSchema: Schema = {
   type: 'object',
-  description: 'The only change a task accepts: cancelling it.',
-  properties: { status: { const: 'cancelled' } },
+  description:
+    'The only change a task accepts: cancelling it. The representation GET gave may be sent back with its status ' +
+    "edited: its other fields are the server's and are dropped, but an id or link naming anything else is 400.",
+  properties: { ...serverSetFields, status: { const: 'cancelled' } },
   required: ['status'],
   additionalProperties: false,
   examples: [{ status: 'cancelled' }],

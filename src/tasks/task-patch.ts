@@ -1,0 +1,55 @@
+import type { Hal, Link } from '../http/hal';
+import { problem, type ProblemDetail } from '../problems/problem-detail';
+
+/** The fields of the tracking resource that name the task itself. */
+const ID_FIELDS = ['UUID', 'taskId', 'key'] as const;
+
+const hrefs = (value: unknown): string[] | undefined => {
+  const links = Array.isArray(value) ? (value as unknown[]) : [value];
+  const out: string[] = [];
+  for (const l of links) {
+    if (!l || typeof l !== 'object' || typeof (l as Partial<Link>).href !== 'string') return undefined;
+    out.push((l as Link).href);
+  }
+  return out;
+};
+
+/**
+ * A PATCH may send back the representation GET gave, its status edited (the README's PATCH rule): the server's
+ * fields are dropped, but an id naming another task, or a link that is not the task's current one, is an error,
+ * never ignored. `current` is the task's representation now.
+ */
+export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return [];
+  const sent = body as Record<string, unknown>;
+  const errors: ProblemDetail[] = [];
+  for (const name of ID_FIELDS) {
+    if (name in sent && sent[name] !== current[name]) {
+      errors.push(
+        problem('invalid-field', `/${name} must be ${String(current[name])}, the task in the path`, {
+          instance: `/${name}`,
+        }),
+      );
+    }
+  }
+  const links = sent._links;
+  if (links === undefined) return errors;
+  if (!links || typeof links !== 'object' || Array.isArray(links)) {
+    return [...errors, problem('invalid-field', '/_links must be an object, as GET gave it', { instance: '/_links' })];
+  }
+  for (const [rel, value] of Object.entries(links as Record<string, unknown>)) {
+    const now = Object.hasOwn(current._links, rel) ? hrefs(current._links[rel]) : undefined;
+    const given = hrefs(value);
+    if (now && given && given.length === now.length && given.every((h, i) => h === now[i])) continue;
+    errors.push(
+      problem(
+        'invalid-field',
+        `/_links/${rel} is not the task's current link: send links back unchanged or not at all`,
+        {
+          instance: `/_links/${rel}`,
+        },
+      ),
+    );
+  }
+  return errors;
+}
