@@ -260,6 +260,10 @@ export class LaneSources {
     }
     head.adopted = backlog.adoptHead(origin.offset, origin.holdCommit);
     head.resolve('evicted');
+    // From here on the group consumer passes this subscription's events of the partition by: the backlog reads them,
+    // once the lane has room (after the head). Nothing else would start that reading when no event had been queued
+    // behind the head, and the events after it were never delivered.
+    backlog.resume();
   }
 
   private cursorOf(subscriptionId: string, offers: PartitionOffers): CursorWriter {
