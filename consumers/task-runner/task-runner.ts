@@ -268,9 +268,18 @@ export class TaskRunner {
         this.writers.markUnsure(job.partition);
         return job.handBack.aborted ? 'handed-back' : 'retry';
       }
-      if (supersededBy(this.deps.view, snapshot.taskId, attempt)) {
+      const later = supersededBy(this.deps.view, snapshot.taskId, attempt);
+      if (later) {
         await journal.flush();
-        return 'done';
+        // A later attempt ran while this one did (another runner had the partition meanwhile); its final event is
+        // the task's. Without one, that run was handed back, and this member, which holds the partition, runs the
+        // task again rather than committing past a task that would never end.
+        if (job.handBack.aborted) return 'handed-back';
+        if (isFinal(later.status)) return 'done';
+        // Decided again under a fresh initialization, with the view synced after it: a final event the other run
+        // wrote meanwhile is then seen, and one it writes later is fenced.
+        this.writers.markUnsure(job.partition);
+        return 'retry';
       }
       const finished = await this.finals.finish(job, journal, outcome);
       return job.handBack.aborted ? 'handed-back' : finished;

@@ -235,6 +235,52 @@ describe('task runner: exactly one final event', () => {
   });
 });
 
+describe('task runner: a run superseded by a later attempt', () => {
+  test("a later attempt that left no final event (its runner lost the partition) does not end this one's record: the task runs again to its final event", async () => {
+    // The chaos audit's case: this member kept the partition across a generation it missed, in which another runner
+    // ran the task as attempt 2 and then lost the partition again. This run (attempt 1) ends after that.
+    let runs = 0;
+    const log = new FakeLog();
+    const overtaken = defineTaskType<unknown, { runs: number }>({
+      name: 'overtaken',
+      description: 'on its first run, another runner runs it meanwhile as attempt 2 and leaves it running',
+      inputSchema: { type: 'object' },
+      async run({ taskId }) {
+        runs += 1;
+        const now = log.view.get(taskId);
+        if (runs === 1 && now && 'attempt' in now) log.view.set(taskId, { ...now, attempt: 2, status: 'running' });
+        return { runs };
+      },
+    });
+    const handle = await runner(log, [overtaken as TaskType]);
+    const record = { ...request('t7', 0), value: JSON.stringify({ type: 'overtaken', input: {}, tenant: 't' }) };
+    await handle(record, new AbortController().signal);
+    expect(log.finals('t7')).toEqual(['task.succeeded']);
+    expect(log.view.get('t7')).toMatchObject({ status: 'succeeded', attempt: 3 });
+  });
+
+  test('a later attempt that wrote its final event: this run ends without another', async () => {
+    let runs = 0;
+    const log = new FakeLog();
+    const overtaken = defineTaskType<unknown, { runs: number }>({
+      name: 'overtaken',
+      description: 'on its first run, another runner runs it meanwhile as attempt 2 to its end',
+      inputSchema: { type: 'object' },
+      async run({ taskId }) {
+        runs += 1;
+        const now = log.view.get(taskId);
+        if (now && 'attempt' in now) log.view.set(taskId, { ...now, attempt: 2, status: 'succeeded' });
+        return { runs };
+      },
+    });
+    const handle = await runner(log, [overtaken as TaskType]);
+    const record = { ...request('t8', 0), value: JSON.stringify({ type: 'overtaken', input: {}, tenant: 't' }) };
+    await handle(record, new AbortController().signal);
+    expect(runs).toBe(1);
+    expect(log.finals('t8')).toEqual([]);
+  });
+});
+
 describe('task runner: a task cancelled before it starts', () => {
   test('never runs: its events go from task.accepted to task.cancelled, with no task.started and no attempt', async () => {
     const log = new FakeLog();
