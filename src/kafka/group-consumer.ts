@@ -6,6 +6,7 @@ import { CommittedOffsets } from './committed-offsets';
 import { recoverFromFatalCrash } from './crash-recovery';
 import { handleUntilDone } from './handle-until-done';
 import { ReplacedMembers } from './stale-member';
+import { continuesFrom, type JoinedAs } from './join-continuity';
 import { InFlightSlots } from './in-flight-slots';
 import { LagProbe, tp, type LagSources } from './lag-probe';
 import { watchMembership } from './membership-events';
@@ -71,8 +72,8 @@ export async function runGroupConsumer(
 
   /** counts assignments: an answer about the partitions of an older one is not acted on */
   let joins = 0;
-  /** the member id of the latest join: another one means the member was dropped from the group meanwhile */
-  let memberId: string | undefined;
+  /** the member id and generation of the latest join (join-continuity.ts) */
+  let joinedAs: JoinedAs | undefined;
   /** members kafkajs replaced after a crash, taken out of the group (stale-member.ts) */
   const replaced = new ReplacedMembers(kafka, options.groupId, logger);
   const sessionTimeoutMs = options.sessionTimeoutMs ?? 10000;
@@ -157,7 +158,7 @@ export async function runGroupConsumer(
     });
     if (options.membership) watchMembership(member, options.membership);
     member.on(member.events.CRASH, () => {
-      if (!stopping) replaced.replaced(memberId);
+      if (!stopping) replaced.replaced(joinedAs?.memberId);
     });
     recoverFromFatalCrash(member, logger, options.groupId, () => restart(member));
     try {
@@ -170,12 +171,19 @@ export async function runGroupConsumer(
     }
   }
 
-  function onJoin({ payload }: { payload: GroupJoin }): void {
-    // A member the coordinator dropped (its session expired: a paused process) rejoins under a new id, and its
-    // partitions may have been another's meanwhile, who went on from the committed offset: work begun before is
-    // handed back even where the partition came back to it, or it would be done again after the other's.
-    const rejoined = memberId !== undefined && payload.memberId !== memberId;
-    memberId = payload.memberId;
+  function onJoin({ payload }: { payload: GroupJoin & { generationId?: number } }): void {
+    // A member dropped by the coordinator, or one that missed a generation, may have had its partitions taken by
+    // another meanwhile, who went on from the committed offset: work begun before is handed back even where the
+    // partition came back to it, or it would be done again after the other's.
+    const now = { memberId: payload.memberId, generationId: payload.generationId };
+    const rejoined = !continuesFrom(joinedAs, now);
+    if (rejoined && joinedAs?.memberId === now.memberId) {
+      logger.info(
+        { groupId: options.groupId, ...now, before: joinedAs.generationId },
+        'joined after a missed generation',
+      );
+    }
+    joinedAs = now;
     replaced.joined();
     const assigned = new Set<string>();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
