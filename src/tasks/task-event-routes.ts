@@ -50,7 +50,13 @@ function eventsRouteSchema(): Schema {
       type: 'object',
       properties: {
         after: { type: 'string', pattern: COORDINATE_PATTERN, description: cursor },
-        limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'events per page' },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: MAX_PAGE_SIZE,
+          default: 20,
+          description: 'events per HAL page (a stream sends every event; the value is checked all the same)',
+        },
       },
     },
     headers: { type: 'object', properties: { 'last-event-id': { type: 'string', description: cursor } } },
