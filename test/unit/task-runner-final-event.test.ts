@@ -236,47 +236,41 @@ describe('task runner: exactly one final event', () => {
 });
 
 describe('task runner: a run superseded by a later attempt', () => {
-  test("a later attempt that left no final event (its runner lost the partition) does not end this one's record: the task runs again to its final event", async () => {
-    // The chaos audit's case: this member kept the partition across a generation it missed, in which another runner
-    // ran the task as attempt 2 and then lost the partition again. This run (attempt 1) ends after that.
+  /**
+   * Runs one task whose first run is overtaken: meanwhile another runner ran it as attempt 2, which it left as
+   * `status` (the view shows it so as the first run ends). Returns how many times it ran here.
+   */
+  async function overtakenTo(log: FakeLog, taskId: string, status: 'running' | 'succeeded'): Promise<number> {
     let runs = 0;
-    const log = new FakeLog();
     const overtaken = defineTaskType<unknown, { runs: number }>({
       name: 'overtaken',
-      description: 'on its first run, another runner runs it meanwhile as attempt 2 and leaves it running',
+      description: 'on its first run, another runner runs it meanwhile as attempt 2',
       inputSchema: { type: 'object' },
-      async run({ taskId }) {
+      async run() {
         runs += 1;
         const now = log.view.get(taskId);
-        if (runs === 1 && now && 'attempt' in now) log.view.set(taskId, { ...now, attempt: 2, status: 'running' });
+        if (runs === 1 && now && 'attempt' in now) log.view.set(taskId, { ...now, attempt: 2, status });
         return { runs };
       },
     });
     const handle = await runner(log, [overtaken as TaskType]);
-    const record = { ...request('t7', 0), value: JSON.stringify({ type: 'overtaken', input: {}, tenant: 't' }) };
+    const record = { ...request(taskId, 0), value: JSON.stringify({ type: 'overtaken', input: {}, tenant: 't' }) };
     await handle(record, new AbortController().signal);
+    return runs;
+  }
+
+  test("a later attempt that left no final event (its runner lost the partition) does not end this one's record: the task runs again to its final event", async () => {
+    // The chaos audit's case: this member kept the partition across a generation it missed, in which another runner
+    // ran the task as attempt 2 and then lost the partition again. This run (attempt 1) ends after that.
+    const log = new FakeLog();
+    expect(await overtakenTo(log, 't7', 'running')).toBe(2);
     expect(log.finals('t7')).toEqual(['task.succeeded']);
     expect(log.view.get('t7')).toMatchObject({ status: 'succeeded', attempt: 3 });
   });
 
   test('a later attempt that wrote its final event: this run ends without another', async () => {
-    let runs = 0;
     const log = new FakeLog();
-    const overtaken = defineTaskType<unknown, { runs: number }>({
-      name: 'overtaken',
-      description: 'on its first run, another runner runs it meanwhile as attempt 2 to its end',
-      inputSchema: { type: 'object' },
-      async run({ taskId }) {
-        runs += 1;
-        const now = log.view.get(taskId);
-        if (now && 'attempt' in now) log.view.set(taskId, { ...now, attempt: 2, status: 'succeeded' });
-        return { runs };
-      },
-    });
-    const handle = await runner(log, [overtaken as TaskType]);
-    const record = { ...request('t8', 0), value: JSON.stringify({ type: 'overtaken', input: {}, tenant: 't' }) };
-    await handle(record, new AbortController().signal);
-    expect(runs).toBe(1);
+    expect(await overtakenTo(log, 't8', 'succeeded')).toBe(1);
     expect(log.finals('t8')).toEqual([]);
   });
 });
