@@ -26,6 +26,7 @@ export interface LocalBrokerOptions {
 export interface LocalBroker {
   readonly bootstrap: string;
   readonly logFile: string;
+  /** the watchdog shell's (broker-jvm.ts); the JVM is its child: signal that one to freeze or kill the broker */
   readonly pid: number | undefined;
   /** a controlled shutdown, then SIGKILL after `graceMs` (default 20 s) if the JVM has not ended */
   stop(graceMs?: number): Promise<void>;
