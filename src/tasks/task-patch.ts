@@ -1,4 +1,5 @@
 import type { Hal, Link } from '../http/hal';
+import { pointerToken } from '../lib/ill-formed-text';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
 
 /** The fields of the tracking resource that name the task itself. */
@@ -41,14 +42,11 @@ export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
     const now = Object.hasOwn(current._links, rel) ? hrefs(current._links[rel]) : undefined;
     const given = hrefs(value);
     if (now && given && given.length === now.length && given.every((h, i) => h === now[i])) continue;
+    const at = `/_links/${pointerToken(rel)}`;
     errors.push(
-      problem(
-        'invalid-field',
-        `/_links/${rel} is not the task's current link: send links back unchanged or not at all`,
-        {
-          instance: `/_links/${rel}`,
-        },
-      ),
+      problem('invalid-field', `${at} is not the task's current link: send links back unchanged or not at all`, {
+        instance: at,
+      }),
     );
   }
   return errors;

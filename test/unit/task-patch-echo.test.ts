@@ -49,6 +49,9 @@ test("another task's id, or a changed link, is 400 naming it; nothing is cancell
   expect(byLink.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/_links/self']);
   const unknown = await patch(task.taskId, { status: 'cancelled', _links: { elsewhere: { href: '/x' } } });
   expect(unknown.status).toBe(400);
+  // A rel is a JSON object key: its pointer escapes `/` and `~` (RFC 6901), as every other errors[].instance does.
+  const odd = await patch(task.taskId, { status: 'cancelled', _links: { 'a/b~c': { href: '/x' } } });
+  expect(odd.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/_links/a~1b~0c']);
   expect(api.tasks.cancelRequested(task.taskId as string)).toBe(false);
 });
 
