@@ -3,7 +3,8 @@ import { HandBack, runGroupConsumer } from '../../src/kafka/group-consumer';
 import { MembershipLease } from '../../src/kafka/membership-lease';
 import type { GroupConsumerHandle } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
-import { testBrokers, uniquePrefix } from '../support/test-service';
+import { newTopic } from '../support/new-topic';
+import { testBrokers } from '../support/test-service';
 import { until } from '../support/until';
 
 /** The broker's least session (group.min.session.timeout.ms, by default): the member is dropped soonest. */
@@ -16,11 +17,15 @@ afterAll(async () => {
   await Promise.all(consumers.map((c) => c.stop()));
 });
 
-async function createTopic(topic: string, numPartitions: number): Promise<void> {
+/** A fresh topic whose partitions all have leaders: a group subscribing before is told UNKNOWN_TOPIC_OR_PARTITION. */
+async function createTopic(name: string, numPartitions: number): Promise<string> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: false });
-  await admin.disconnect();
+  try {
+    return await newTopic(admin, name, numPartitions);
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 /** Stops this process's thread, timers and sockets included, as SIGSTOP, a VM stall or a long GC would. */
@@ -35,8 +40,7 @@ function freeze(ms: number): void {
  * member may have had it meanwhile and gone on from the committed offset), then handled again from there.
  */
 test('a member frozen past its session loses its lease and hands its work back when it rejoins', async () => {
-  const topic = `${uniquePrefix('membership')}events`;
-  await createTopic(topic, 1);
+  const topic = await createTopic('membership', 1);
   const producer = kafka.producer();
   await producer.connect();
   await producer.send({ topic, messages: [{ key: 'k', value: 'first' }] });
@@ -93,8 +97,7 @@ test('a member frozen past its session loses its lease and hands its work back w
  * rejoin, its partitions may be given to another, so its lease is not held until its own join completes.
  */
 test('a rebalance ends the lease until the member has joined again', async () => {
-  const topic = `${uniquePrefix('membership-rebalance')}events`;
-  await createTopic(topic, 2);
+  const topic = await createTopic('membership-rebalance', 2);
   const lease = new MembershipLease();
   const rebalances: boolean[] = [];
   const lost = lease.lost.bind(lease);
