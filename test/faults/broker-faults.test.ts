@@ -247,6 +247,16 @@ maybe('broker SIGKILL and SIGTERM under load, restarted on the same data', () =>
           return `${id}: ${events.map((e) => `${e.kind.replace('task.', '')}#${e.attempt}@${e.partition}:${e.offset}`).join(',')}`;
         }),
     };
+    // A task GET did not show final: what the api's view holds against the topic, and whether it says it caught up.
+    const notFinalTasks = taskIds.filter((id) => !FINAL_STATUSES.includes(statuses.get(id) ?? '')).slice(0, 3);
+    for (const id of notFinalTasks) {
+      const got = await http(apiUrl, `/tasks/${id}`);
+      const events = (byTask.get(id) ?? []).map((e) => `${e.kind}#${e.attempt}@${e.partition}:${e.offset}`);
+      console.log(`broker-faults: not final via GET ${id}: ${JSON.stringify(got.body)} on topic: ${events.join(',')}`);
+    }
+    if (notFinalTasks.length > 0) {
+      console.log(`broker-faults: api readiness ${JSON.stringify((await http(apiUrl, '/health/ready')).body)}`);
+    }
     const logs = [...children.map((c) => c.logFile), broker.logFile].join(' ');
     console.log(`broker-faults: ${JSON.stringify(figures)} allCalledBack=${allCalledBack} logs: ${logs}`);
 
