@@ -1,5 +1,9 @@
+import type { IncomingRecord } from '../../src/kafka/types';
+import { RecordTooLargeError } from '../../src/kafka/record-size';
+import type { Logger } from '../../src/logger';
 import { problem } from '../../src/problems/problem-detail';
 import { DEFAULT_KAFKA_TENANT, TENANT_PATTERN, type ParsedRequest } from '../../src/tasks/task-request';
+import type { PartitionWriters } from './partition-writers';
 
 /*
  * A client's task request found off its key's partition is moved there before it runs (TaskRunner.handle), so every
@@ -36,4 +40,35 @@ export function tooLargeRequest(value: string | null, bytes: string): Extract<Pa
     tenant: tenant !== undefined && TENANT_PATTERN.test(tenant) ? tenant : DEFAULT_KAFKA_TENANT,
     errors: [problem('invalid-field', detail, { instance: '/input' })],
   };
+}
+
+/**
+ * The request moved to its task id's partition (`home`), under its own partition's transactional id (a zombie's move
+ * is fenced). Moved twice (a crash before this offset's commit), the copies meet on that partition as one task's.
+ */
+export async function moveRequest(
+  writers: PartitionWriters,
+  kafkaTimeoutMs: number,
+  logger: Logger,
+  { record, taskId, home }: { record: IncomingRecord; taskId: string; home: number },
+): Promise<'done'> {
+  const writer = await writers.checked(record.partition);
+  const headers = { ...record.headers, [MOVED_FROM]: `${record.partition}:${record.offset}` };
+  const moved = { topic: record.topic, partition: home, key: taskId, value: record.value, headers };
+  const options = { generation: writer.generation, timeoutMs: kafkaTimeoutMs };
+  try {
+    await writer.publisher.publish([moved], options);
+  } catch (err) {
+    if (!(err instanceof RecordTooLargeError)) throw err;
+    // Larger than a write of ours may be (the broker took it from the client): a stand-in goes instead, and is
+    // refused there, so even this task id is handled on its own partition only.
+    const standIn = {
+      ...moved,
+      value: tooLargeStandIn(record.value),
+      headers: { ...headers, [TOO_LARGE]: String(err.bytes) },
+    };
+    await writer.publisher.publish([standIn], options);
+  }
+  logger.debug({ taskId, from: record.partition, to: home }, "task request moved to its task id's partition");
+  return 'done';
 }

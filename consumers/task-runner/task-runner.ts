@@ -19,7 +19,7 @@ import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
 import { parseTaskRequest, taskIdOfRequest, type ParsedRequest } from '../../src/tasks/task-request';
-import { MOVED_FROM, TOO_LARGE, tooLargeRequest, tooLargeStandIn } from './request-moves';
+import { MOVED_FROM, moveRequest, TOO_LARGE, tooLargeRequest } from './request-moves';
 import {
   cancelKey,
   cancelledTaskId,
@@ -30,6 +30,7 @@ import {
 } from '../../src/tasks/task-snapshot';
 import type { TaskContext } from '../../src/tasks/task-type';
 import { FinalEventWriter, type FinalJob } from './final-event';
+import { decideFinal, type DecisionDeps, type RunClock } from './final-decision';
 import { PartitionWriters } from './partition-writers';
 import {
   Cancelled,
@@ -42,6 +43,7 @@ import {
   type Outcome,
 } from './task-execution';
 import { isoNow } from '../../src/lib/iso-now';
+import { LoopStalls, type Stalls } from '../../src/lib/loop-stalls';
 
 export interface TaskRunnerDeps {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
@@ -69,6 +71,8 @@ export interface TaskRunnerDeps {
   partitionOfTask?: (taskId: string) => number;
   metrics?: ServiceMetrics;
   tracer?: Tracer;
+  /** when this process did not run for a while (a run's end is then decided with its view synced) */
+  stalls?: Stalls;
 }
 
 /** What one record's handling needs: where it came from and who may write for it. */
@@ -91,6 +95,9 @@ export class TaskRunner {
   private readonly finals: FinalEventWriter;
   private readonly firstRetryMs: number;
   private readonly tracer: Tracer;
+  private readonly decision: DecisionDeps;
+  /** the heartbeat this runner started, when none was given: stopped with it */
+  private readonly ownStalls: LoopStalls | undefined;
 
   constructor(private readonly deps: TaskRunnerDeps) {
     this.logger = deps.logger.child({ component: 'task-runner' });
@@ -109,6 +116,14 @@ export class TaskRunner {
       firstRetryMs: this.firstRetryMs,
       metrics: deps.metrics,
     });
+    this.ownStalls = deps.stalls ? undefined : new LoopStalls().start();
+    this.decision = {
+      view: deps.view,
+      stalls: deps.stalls ?? (this.ownStalls as LoopStalls),
+      logger: this.logger,
+      kafkaTimeoutMs: deps.kafkaTimeoutMs,
+      firstRetryMs: this.firstRetryMs,
+    };
     deps.view.onChange((key, value) => {
       const cancelled = value === undefined ? undefined : cancelledTaskId(key);
       if (cancelled !== undefined) this.running.get(cancelled)?.abort(new Cancelled());
@@ -157,7 +172,7 @@ export class TaskRunner {
       try {
         const tried =
           home !== undefined
-            ? await this.forward(record, taskId, home)
+            ? await moveRequest(this.writers, this.deps.kafkaTimeoutMs, this.logger, { record, taskId, home })
             : await this.handleOnce(record, taskId, keyed, handBack, trace);
         if (tried !== 'retry') return;
       } catch (err) {
@@ -167,32 +182,6 @@ export class TaskRunner {
       }
       await pause(retryDelayMs(failures, this.firstRetryMs, 10000), handBack);
     }
-  }
-
-  /**
-   * The request moved to its task id's partition, under this partition's transactional id (a zombie's move is
-   * fenced). Moved twice (a crash before this offset's commit), the copies meet on that partition as one task's.
-   */
-  private async forward(record: IncomingRecord, taskId: string, home: number): Promise<'done'> {
-    const writer = await this.writers.checked(record.partition);
-    const headers = { ...record.headers, [MOVED_FROM]: `${record.partition}:${record.offset}` };
-    const moved = { topic: record.topic, partition: home, key: taskId, value: record.value, headers };
-    const options = { generation: writer.generation, timeoutMs: this.deps.kafkaTimeoutMs };
-    try {
-      await writer.publisher.publish([moved], options);
-    } catch (err) {
-      if (!(err instanceof RecordTooLargeError)) throw err;
-      // Larger than a write of ours may be (the broker took it from the client): a stand-in goes instead, and is
-      // refused there, so even this task id is handled on its own partition only.
-      const standIn = {
-        ...moved,
-        value: tooLargeStandIn(record.value),
-        headers: { ...headers, [TOO_LARGE]: String(err.bytes) },
-      };
-      await writer.publisher.publish([standIn], options);
-    }
-    this.logger.debug({ taskId, from: record.partition, to: home }, "task request moved to its task id's partition");
-    return 'done';
   }
 
   /** One try at a request: 'retry' when a Kafka failure interrupted the run and it must run again. */
@@ -245,7 +234,8 @@ export class TaskRunner {
     const firstStart = snapshot.startedAt ? Date.parse(snapshot.startedAt) : NaN;
     // A start on a clock ahead of this one gives no more than a whole deadline; an unreadable one, a whole one.
     const leftMs = Number.isFinite(firstStart) ? Math.min(timeoutMs, firstStart + timeoutMs - Date.now()) : timeoutMs;
-    if (leftMs <= 0) return this.endUnstarted(job, snapshot, timedOutOutcome(timeoutMs));
+    const clock: RunClock = { deadlineAt: Date.now() + leftMs, timeoutMs, runSince: performance.now() };
+    if (leftMs <= 0) return this.endUnstarted(job, snapshot, timedOutOutcome(timeoutMs), clock);
     const attempt = snapshot.attempt + 1;
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
     const started = { status: 'running' as const, attempt, startedAt: snapshot.startedAt ?? isoNow() };
@@ -268,6 +258,11 @@ export class TaskRunner {
         this.writers.markUnsure(job.partition);
         return job.handBack.aborted ? 'handed-back' : 'retry';
       }
+      const decided = await decideFinal(this.decision, snapshot.taskId, outcome, clock, job.handBack);
+      if (!decided) {
+        await journal.flush();
+        return 'handed-back';
+      }
       const later = supersededBy(this.deps.view, snapshot.taskId, attempt);
       if (later) {
         await journal.flush();
@@ -281,7 +276,7 @@ export class TaskRunner {
         this.writers.markUnsure(job.partition);
         return 'retry';
       }
-      const finished = await this.finals.finish(job, journal, outcome);
+      const finished = await this.finals.finish(job, journal, decided);
       return job.handBack.aborted ? 'handed-back' : finished;
     } finally {
       unlink();
@@ -298,8 +293,13 @@ export class TaskRunner {
     return this.endUnstarted(job, snapshot, { kind: 'task.cancelled', data: {} });
   }
 
-  /** The task's final event, written instead of a run (cancelled, or its deadline passed before this run). */
-  private async endUnstarted(job: Job, snapshot: TaskSnapshot, outcome: Outcome): Promise<Try> {
+  /**
+   * The task's final event, written instead of a run (cancelled, or its deadline passed before this run: then a cancel
+   * accepted before the deadline, which the view may not show yet, is looked for first).
+   */
+  private async endUnstarted(job: Job, snapshot: TaskSnapshot, given: Outcome, clock?: RunClock): Promise<Try> {
+    const outcome = clock ? await decideFinal(this.decision, job.taskId, given, clock, job.handBack) : given;
+    if (!outcome) return 'handed-back';
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
     const finished = await this.finals.finish(job, journal, outcome);
     return job.handBack.aborted ? 'handed-back' : finished;
@@ -344,6 +344,11 @@ export class TaskRunner {
     }
   }
 
+  /** Stops the heartbeat this runner started (it never held the process alive). */
+  close(): void {
+    this.ownStalls?.stop();
+  }
+
   private execDeps(publisher: FencingPublisher, trace: TraceContext | undefined): ExecutionDeps {
     const { view, topics, resources, kafkaTimeoutMs } = this.deps;
     return { publisher, view, topics, resources, logger: this.logger, kafkaTimeoutMs, trace };
@@ -376,6 +381,7 @@ export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHan
     async stop() {
       await consumer.stop();
       await runner.writers.closeAll();
+      runner.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 import { pause, sleep, waitAtLeast } from '../../src/lib/abortable-sleep';
 import { Deadline } from '../../src/lib/deadline';
+import { LoopStalls, STALL_MS } from '../../src/lib/loop-stalls';
 
 describe('Deadline', () => {
   test('each phase gets what is left, and at least 1 ms once it has passed', () => {
@@ -34,6 +35,42 @@ describe('abortable pauses', () => {
       const started = performance.now();
       await waitAtLeast(ms);
       expect(performance.now() - started).toBeGreaterThanOrEqual(ms);
+    }
+  });
+});
+
+describe('loop stalls', () => {
+  /** Blocks the event loop, as a SIGSTOP or a long GC pause does. */
+  const block = (ms: number) => {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      // spinning on purpose
+    }
+  };
+
+  test('a quiet loop has no stall; a blocked one counts at once, and after its heartbeat ran again', async () => {
+    const stalls = new LoopStalls().start();
+    try {
+      // A busy machine may itself stall this process now and then: a quiet stretch is looked for, a few times.
+      const quietSince = async () => {
+        for (let tries = 0; tries < 10; tries++) {
+          const from = performance.now();
+          await sleep(200, new AbortController().signal);
+          if (!stalls.since(from)) return from;
+        }
+        return undefined;
+      };
+      const before = await quietSince();
+      expect(before).toBeDefined();
+      block(STALL_MS + 300);
+      // Right after the stall, before the heartbeat had its turn: the overdue beat tells.
+      expect(stalls.since(before as number)).toBe(true);
+      await sleep(250, new AbortController().signal);
+      // The heartbeat ran and put the stall down: it still counts for a time before it, not for one after it.
+      expect(stalls.since(before as number)).toBe(true);
+      expect(await quietSince()).toBeDefined();
+    } finally {
+      stalls.stop();
     }
   });
 });
