@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { DEFAULT_HTTP_LIMITS, type ApiKeys, type HttpLimits } from './config';
 import { healthRoutes, type Readiness } from './health/health-routes';
 import { authPlugin } from './http/auth';
+import { answerBeforeBody, bodyLimitPlugin } from './http/body-limit';
 import { answerClientError } from './http/client-errors';
 import { answerConnect } from './http/connect-method';
 import { contentNegotiationPlugin } from './http/content-negotiation';
@@ -14,10 +15,8 @@ import { hostRequiredPlugin } from './http/host-required';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
 import { closingAnswerPlugin } from './http/closing-answer';
-import { PROBLEM_CONTENT_TYPE, problemPlugin, sendProblem } from './http/problem-plugin';
-import { instanceUri } from './http/instance-uri';
+import { problemPlugin, sendProblem } from './http/problem-plugin';
 import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
-import { problem } from './problems/problem-detail';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
 import { OneLinePerRequest, requestLoggerFactory } from './http/request-logger';
 import { replySerializer, serializerFactory, validatorFactory } from './http/schema-compilers';
@@ -45,26 +44,6 @@ export interface AppDeps {
   metrics?: Metrics;
   /** further route plugins (tasks, subscriptions), each with the conventions applied */
   routes?: { plugin: (app: FastifyInstance) => Promise<void>; collections: string[] }[];
-}
-
-/**
- * Node answers an `Expect` it does not know (anything but 100-continue) with an empty 417 unless the server
- * listens for it; the answer is then a Problem. The body is not read, so the connection closes after it.
- */
-function answerExpectation(req: IncomingMessage, res: ServerResponse, logger: Logger): void {
-  const id = requestIdOf(req);
-  logger.info({ reqId: id, expect: req.headers.expect }, 'unsupported Expect');
-  const detail = `Expect: ${JSON.stringify(req.headers.expect ?? '')} is not supported; only 100-continue is.`;
-  const body = JSON.stringify(
-    problem('expectation-failed', detail, { instance: instanceUri((req.url ?? '/').split('?')[0]), logref: id }),
-  );
-  res.writeHead(417, {
-    'content-type': PROBLEM_CONTENT_TYPE,
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': id,
-    connection: 'close',
-  });
-  res.end(body);
 }
 
 /** Logs dropped connections at most once per interval: a flood must not become a flood of log lines. */
@@ -117,9 +96,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setReplySerializer(replySerializer);
   app.server.maxConnections = limits.maxConnections;
   app.server.on('drop', dropReporter(deps.logger, limits.maxConnections));
-  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
-    answerExpectation(req, res, deps.logger),
-  );
+  // Node answers an Expect it does not know (anything but 100-continue) with an empty 417 unless the server listens.
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const detail = `Expect: ${JSON.stringify(req.headers.expect ?? '')} is not supported; only 100-continue is.`;
+    answerBeforeBody(req, res, deps.logger, { status: 417, kind: 'expectation-failed', detail });
+  });
+  await app.register(bodyLimitPlugin, { logger: deps.logger });
   app.server.on('connect', (req: IncomingMessage, socket: Duplex) =>
     answerConnect(req, socket, (path) => app.allowedMethods(path), deps.logger),
   );

@@ -46,11 +46,16 @@ export function loggableClientError(err: ClientError): Error {
 /** A request line's method (an RFC 9110 token, of any case) and origin-form path, as far as the parser read it. */
 const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\/[^\s?#]*)(\S*)( HTTP\/1\.[01]\r?\n)?/;
 
+/** The HTTP version a request line ends in, well formed (`HTTP/<digits>.<digits>`) whether or not Node speaks it. */
+const LINE_VERSION = /^\S+ \S+ (HTTP\/\d{1,3}\.\d{1,3})\r?\n/;
+
 interface RequestLine {
   method: string;
   path: string;
   /** the whole line was there and well formed: an HTTP/1.x request whose only fault may be its method */
   whole: boolean;
+  /** the line's version, when it has a well-formed one */
+  version?: string;
 }
 
 /** Where the request the parser stopped in begins: after the head (ended by a blank line) of any request before it. */
@@ -77,7 +82,7 @@ function requestLineOf(err: ClientError): RequestLine | undefined {
   if (!path || path.length > MAX_INSTANCE_LENGTH) return undefined;
   // Stopped in this line's method, and the rest of the line is a request's: the method alone is at fault.
   const whole = version !== undefined && stoppedAt - start <= method.length;
-  return { method, path, whole };
+  return { method, path, whole, version: LINE_VERSION.exec(line)?.[1] };
 }
 
 /**
@@ -112,6 +117,12 @@ function unknownMethodAnswer(line: RequestLine, allowedOf: AllowedMethods): Clie
 
 function answerOf(err: ClientError, line: RequestLine | undefined, allowedOf?: AllowedMethods): ClientAnswer {
   if (err.code === 'HPE_INVALID_METHOD' && line?.whole && allowedOf) return unknownMethodAnswer(line, allowedOf);
+  // Node's parser refuses every version but 0.9, 1.0, 1.1 and 2.0 (host-required.ts answers the last two); RFC 9110
+  // §15.6.6 answers a version the server does not speak with 505, as the README promises for any but 1.0 and 1.1.
+  if (err.code === 'HPE_INVALID_VERSION' && line?.version) {
+    const detail = `${line.version} is not spoken here; send HTTP/1.1.`;
+    return { kind: 'http-version-not-supported', status: '505 HTTP Version Not Supported', detail };
+  }
   return (
     CLIENT_ERRORS[err.code ?? ''] ?? {
       kind: 'bad-request',

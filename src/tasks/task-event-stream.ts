@@ -110,12 +110,14 @@ export async function readTaskEventPage(
   return { events, more };
 }
 
-/** The stream's own headers; a HEAD asking for the stream gets them too. */
+/**
+ * The stream's own headers; a HEAD asking for the stream gets them too. No `Connection`: Node says keep-alive or close
+ * as the client asked, and a stream that ends (after the final event) leaves a kept connection usable.
+ */
 export const EVENT_STREAM_HEAD: OutgoingHttpHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',
-  connection: 'keep-alive',
 };
 
 /** What opening a stream came to: streaming until `served`, nothing after the cursor, or a client already gone. */

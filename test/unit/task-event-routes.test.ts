@@ -1,6 +1,7 @@
 import { taskEventRecords, type TaskEventKind } from '../../src/tasks/task-events';
 import type { TaskSnapshot } from '../../src/tasks/task-snapshot';
-import { TENANT_B_KEY } from '../support/api-keys';
+import { connect } from 'node:net';
+import { TENANT_A_KEY, TENANT_B_KEY } from '../support/api-keys';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
 
 /*
@@ -179,6 +180,29 @@ describe('Server-Sent Events', () => {
     expect((await call(api.app, url, { method: 'HEAD', headers: done })).status).toBe(204);
     expect((await call(api.app, url, { headers: done })).status).toBe(204);
     expect(api.reader.openReadings).toBe(0);
+  });
+
+  test('a client that asks for Connection: close has its connection closed once the stream ended', async () => {
+    // A stream that said keep-alive whatever the client asked held the socket until the idle timeout (~70 s).
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const port = Number(new URL(await api.app.listen({ port: 0, host: '127.0.0.1' })).port);
+    const request =
+      `GET /tasks/${task.taskId}/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n` +
+      `Authorization: Bearer ${TENANT_A_KEY}\r\nConnection: close\r\n\r\n`;
+    const started = Date.now();
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(port, '127.0.0.1', () => socket.write(request));
+      socket.on('data', (chunk) => (text += chunk.toString()));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(answer).toContain('event: task.succeeded');
+    // Well under the idle timeout the old head held it for: the server closed it, not a timer.
+    expect(Date.now() - started).toBeLessThan(10000);
   });
 
   test('a cursor of another partition, or not a coordinate, is a 400 naming where it was', async () => {
