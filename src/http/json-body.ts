@@ -16,8 +16,21 @@ export const MAX_BODY_DEPTH = 100;
  * is mislabelled, and refused as any other charset's would be.
  */
 const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8']);
-/** Charsets in which ASCII text is not ASCII's bytes (a `{` in UTF-16 is two bytes, one of them NUL). */
-const ASCII_INCOMPATIBLE = /^(utf-?16|utf-?32|ucs-?2|ucs-?4|utf-?7)/;
+/**
+ * Encodings (by the WHATWG Encoding Standard's names) in which ASCII text is not ASCII's bytes: a `{` in UTF-16 is two
+ * bytes, one of them NUL. A label the standard does not know (EBCDIC's cp037, UTF-7, UTF-32) counts as one too: what
+ * its bytes mean is not known here.
+ */
+const ASCII_INCOMPATIBLE = new Set(['utf-16le', 'utf-16be', 'replacement']);
+
+/** Whether ASCII text labelled `charset` is ASCII's bytes. */
+function asciiCompatible(charset: string): boolean {
+  try {
+    return !ASCII_INCOMPATIBLE.has(new TextDecoder(charset).encoding);
+  } catch {
+    return false;
+  }
+}
 
 type Done = (err: Error | null, body?: unknown) => void;
 type JsonParser = (request: FastifyRequest, body: string, done: Done) => void;
@@ -40,16 +53,22 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-/** JSON text is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as something else. */
+/**
+ * JSON text is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as something else. A charset
+ * named twice is refused (RFC 6838 §4.3: a parameter may occur once), whichever the two say.
+ */
 function declaredCharset(contentType: string | undefined): string | undefined {
   // Most bodies name no charset: no splitting on the path of every write.
   if (!contentType || !/charset/i.test(contentType)) return undefined;
-  const param = contentType
+  const params = contentType
     .split(';')
     .slice(1)
     .map((p) => p.trim().toLowerCase())
-    .find((p) => p.startsWith('charset='));
-  return param?.slice('charset='.length).replace(/^"|"$/g, '');
+    .filter((p) => p.startsWith('charset='));
+  if (params.length > 1) {
+    throw new ProblemError('unsupported-media-type', 'The Content-Type names its charset more than once.');
+  }
+  return params[0]?.slice('charset='.length).replace(/^"|"$/g, '');
 }
 
 /**
@@ -66,9 +85,14 @@ export function jsonBodyParser(app: FastifyInstance): RawJsonParser {
     // RFC 8259 §11: the parameter has no effect on JSON, so a label is refused only where it would: ASCII reads the
     // same in every ASCII-compatible charset, but a body that declares Latin-1 and holds "é" does not, nor does one
     // declared UTF-16 (whose bytes may all be below 0x80, NULs included).
-    const charset = declaredCharset(request.headers['content-type']);
+    let charset: string | undefined;
+    try {
+      charset = declaredCharset(request.headers['content-type']);
+    } catch (err) {
+      return done(err as ProblemError);
+    }
     const other = charset !== undefined && !UTF8_COMPATIBLE.has(charset);
-    if (other && (ASCII_INCOMPATIBLE.test(charset) || !isAscii(raw))) {
+    if (charset !== undefined && other && (!asciiCompatible(charset) || !isAscii(raw))) {
       const detail = `JSON bodies are UTF-8; this one declares charset=${charset}, in which it is not ASCII text.`;
       return done(new ProblemError('unsupported-media-type', detail));
     }

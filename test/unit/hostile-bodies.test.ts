@@ -162,7 +162,7 @@ describe('bodies', () => {
   });
 
   test('a body declared UTF-16 is 415 even when its bytes are all below 0x80 (ASCII text in UTF-16 is not ASCII)', async () => {
-    for (const charset of ['utf-16', 'UTF-16LE', 'utf-32']) {
+    for (const charset of ['utf-16', 'UTF-16LE', 'utf-32', 'utf-7']) {
       const res = await api.app.inject({
         method: 'POST',
         url: '/orders',
@@ -171,6 +171,33 @@ describe('bodies', () => {
       });
       expect(res.statusCode).toBe(415);
       expect(res.json().type).toBe(problemType('unsupported-media-type'));
+    }
+  });
+
+  test('a charset no standard names (EBCDIC) is 415 even for ASCII bytes; so is a charset named twice', async () => {
+    for (const contentType of [
+      'application/json; charset=cp037',
+      'application/json; charset=ebcdic',
+      'application/json; charset=utf-8; charset=iso-8859-1',
+      'application/json; charset=utf-8; CHARSET=utf-8',
+    ]) {
+      const res = await call(api.app, '/orders', {
+        raw: JSON.stringify(order),
+        headers: { 'content-type': contentType },
+      });
+      expect([contentType, res.status, res.body.type]).toEqual([
+        contentType,
+        415,
+        problemType('unsupported-media-type'),
+      ]);
+    }
+    // Labels the WHATWG Encoding Standard knows as ASCII-compatible read ASCII as it is.
+    for (const charset of ['windows-1252', 'koi8-r', 'shift_jis']) {
+      const res = await call(api.app, '/orders', {
+        raw: JSON.stringify(order),
+        headers: { 'content-type': `application/json; charset=${charset}` },
+      });
+      expect([charset, res.status]).toEqual([charset, 201]);
     }
   });
 
