@@ -55,7 +55,7 @@ export const bodyLimitPlugin = fp(
     app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
       const length = declaredLength(req);
       if (length > limit) {
-        const detail = `The body would be ${length} bytes; at most ${limit} are taken.`;
+        const detail = `The body would be ${length} bytes, larger than the ${limit} bytes taken.`;
         answerBeforeBody(req, res, logger, { status: 413, kind: 'payload-too-large', detail });
         return;
       }

@@ -92,7 +92,14 @@ export const problemPlugin = fp(
     const failures = new RepeatedFailures(app.log);
     app.addHook('onClose', async () => failures.flush());
     app.setErrorHandler((err: FastifyError, request, reply) => {
-      const known = toProblemError(err);
+      // Said with the limit, as the answer to an Expect: 100-continue over it says (body-limit.ts).
+      const known =
+        err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+          ? new ProblemError(
+              'payload-too-large',
+              `The body is larger than the ${request.routeOptions.bodyLimit} bytes taken.`,
+            )
+          : toProblemError(err);
       if (known) {
         if (known.status >= 500) failures.report(request.log, err, known.kind);
         return sendProblem(request, reply, known);

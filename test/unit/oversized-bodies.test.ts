@@ -5,15 +5,16 @@ import { TENANT_A_KEY } from '../support/api-keys';
 import { inMemoryApi, type InMemoryApi } from './in-memory-api';
 
 /*
- * A body over BODY_LIMIT_BYTES (1 MiB here) is a 413 Problem the client gets to read, whichever way it sends it:
- * announced with Expect: 100-continue (curl does for large bodies), or sent whole at once (fetch, most clients).
- * Over a real socket on loopback: a reset instead of the answer is what a client would see.
+ * A body over BODY_LIMIT_BYTES (the in-memory api's 64 KiB) is a 413 Problem the client gets to read, whichever way
+ * it sends it: announced with Expect: 100-continue (curl does for large bodies), or sent whole at once (fetch, most
+ * clients). Over a real socket on loopback: a reset instead of the answer is what a client would see.
  */
-const LIMIT = 1048576;
+let LIMIT: number;
 let api: InMemoryApi;
 let port: number;
 beforeAll(async () => {
   api = await inMemoryApi();
+  LIMIT = api.app.initialConfig.bodyLimit as number;
   port = Number(new URL(await api.app.listen({ port: 0, host: '127.0.0.1' })).port);
 });
 afterAll(() => api.app.close());
@@ -100,7 +101,10 @@ describe('a body over the limit', () => {
     const answer = c.received();
     expect(closed.reset).toBe(false);
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
-    expect(problemOf(answer).type).toBe(problemType('payload-too-large'));
+    expect(problemOf(answer)).toMatchObject({
+      type: problemType('payload-too-large'),
+      detail: `The body is larger than the ${LIMIT} bytes taken.`,
+    });
     expect(answer).toMatch(/}HTTP\/1\.1 200 /);
   });
 
