@@ -1,6 +1,8 @@
 import type { ConsumerRole } from '../../src/service';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
+import { DELIVERIES_VIEW } from '../../src/subscriptions/delivery-attempt';
+import { DeliveredCallbacks } from './delivered-callbacks';
 import { startCallbackBridge } from './callback-bridge';
 
 /** The bridge role: wires the callback bridge from the process's kernel. */
@@ -11,6 +13,8 @@ export const callbackBridgeRole: ConsumerRole = {
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
       reader: kafka.partitionReader,
       cursors: await kafka.view(BACKLOG_CURSORS_VIEW),
+      // The api's view of the same topic, in role all: one reading of it per process.
+      delivered: new DeliveredCallbacks(await kafka.view(DELIVERIES_VIEW)),
       publisher: kafka.publisher,
       logger,
       topics: kafka.topics,

@@ -12,6 +12,7 @@ import { randomHex } from '../../src/lib/random-hex';
 import type { CancelReason } from '../../src/subscriptions/subscription';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import type { AttemptRecorder } from './attempt-recorder';
+import type { DeliveredCallbacks } from './delivered-callbacks';
 import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 import { deadLetterRecords } from './dead-letter';
@@ -42,6 +43,8 @@ export interface LaneDeps extends ClearanceDeps {
   waiting?: BridgeWaiting;
   /** the bridge's, shared by every lane: failures told without a line each (one of the lane's own without it) */
   failureLog?: CallbackFailureLog;
+  /** callbacks the delivery history shows done (by an earlier owner of their events): not sent again */
+  delivered?: DeliveredCallbacks;
 }
 
 /**
@@ -197,6 +200,8 @@ export class DeliveryLane {
   }
 
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
+    // Delivered (or dead-lettered) before its event came back to the group: done, with nothing more to write.
+    if (this.deps.delivered?.has(message.webhookId)) return;
     const run = randomHex(4);
     for (let attempt = 1; ; attempt += 1) {
       const result = await this.attempt(message, { run, attempt }, signal, writes);

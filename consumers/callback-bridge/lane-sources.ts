@@ -10,6 +10,7 @@ import { CursorWriter, cursorsOf, type CursorDeps } from './backlog-cursors';
 import { parseEvent, type BridgeEvent } from './bridge-event';
 import type { DeliveryLane } from './delivery-lanes';
 import { LaneStopped, type CallbackParts, type LaneJob } from './lane-job';
+import type { DeliveredCallbacks } from './delivered-callbacks';
 import { LaneBacklog, type BacklogDeps, type BacklogRange } from './lane-backlog';
 import { ReadingSlots } from './reading-slots';
 
@@ -50,6 +51,8 @@ export interface LaneSourcesDeps {
   lane(subscriptionId: string): DeliveryLane;
   /** the callback an event makes for a subscription */
   callbackParts(sub: Subscription, e: BridgeEvent, record: IncomingRecord): CallbackParts;
+  /** the delivery history, read before a partition is taken over: what its last owner delivered is not sent again */
+  delivered?: DeliveredCallbacks;
 }
 
 /**
@@ -150,7 +153,7 @@ export class LaneSources {
 
   private async takeOver(offers: PartitionOffers): Promise<void> {
     const { signal, topic, partition } = offers;
-    const views = [this.deps.cursors, this.deps.subscriptions.view];
+    const views = [this.deps.cursors, this.deps.subscriptions.view, this.deps.delivered?.view].filter((v) => !!v);
     for (let failures = 1; !signal.aborted; failures += 1) {
       try {
         const now = Date.now();

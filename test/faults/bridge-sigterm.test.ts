@@ -14,9 +14,12 @@ import { until } from '../support/until';
  * repeats callbacks (README "Where a repeat can happen"). The api and the runner run in this process; the bridge is
  * its own process. The shared test broker stays up.
  *
- * The promise holds for the callbacks that finish within the stop's grace (5 s). On a machine too busy for that, what
- * is left is handed back (the bridge says so at info), and a callback already delivered at a later offset of the same
- * partition is repeated too: the commit cannot pass an event still owed. The test counts that case apart.
+ * On a machine too busy to finish within the stop's grace (5 s), what is left is handed back (the bridge says so at
+ * info). The commit cannot pass an event still owed, so events delivered at later offsets of the same partition come
+ * back to the successor as well; it reads the delivery history before it takes the partition over and sends none of
+ * those again. Only a handed-back event's own callback (on the wire, or its attempt not yet written) can repeat: one
+ * subscription per task here, so at most one repeat per handed-back record. Without the history, stops that handed
+ * back 6 and 89 records under `stress-ng --cpu 4` repeated 158 and 383 callbacks; with it, 27-168 handed back, 0.
  */
 const TASKS = 100;
 const STEPS = 12;
@@ -46,7 +49,7 @@ afterAll(async () => {
 
 // jest's bound is above the sum of the bounds inside: the services' start 120 s, each stop 60 s waiting and 60 s
 // starting a bridge (3: 360 s), 120 s for the tasks, 60 s to drain, 30 s for the log: 690 s.
-test('a bridge SIGTERMed 3 times under callback load: 0 lost, in order, 0 accepted twice if none handed back', async () => {
+test('a bridge SIGTERMed 3 times under callback load: 0 lost, in order, repeats only of events handed back', async () => {
   const prefix = uniquePrefix('bridge-sigterm');
   const env = { KAFKA_TIMEOUT_MS: '3000' };
   services.push(
@@ -115,6 +118,6 @@ test('a bridge SIGTERMed 3 times under callback load: 0 lost, in order, 0 accept
   // Every stop came while callbacks were still flowing, or it proved nothing.
   expect(Math.max(...stops)).toBeLessThan(figures.callbacks);
   expect({ lost: figures.lost, inversions: figures.inversions }).toEqual({ lost: 0, inversions: 0 });
-  // No repeat from a stop whose callbacks all finished in its grace; with a hand-back, repeats are the README's case.
-  if (figures.handedBack.every((n) => n === 0)) expect(figures.duplicates).toBe(0);
+  // No repeat from a stop whose callbacks all finished in its grace; with a hand-back, only its own events' callbacks.
+  expect(figures.duplicates).toBeLessThanOrEqual(figures.handedBack.reduce((sum, n) => sum + n, 0));
 }, 720000);

@@ -6,6 +6,8 @@ import { until } from '../support/until';
 import { CANCEL_SETTLE_MS, LEASE_SLACK_MS, SUBSCRIPTIONS_LEASE_MS } from '../../src/subscriptions/subscription-lease';
 import type { Subscription } from '../../src/subscriptions/subscription';
 import { AttemptRecorder } from '../../consumers/callback-bridge/attempt-recorder';
+import { DeliveredCallbacks } from '../../consumers/callback-bridge/delivered-callbacks';
+import type { DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import { capturedLogger, FakePublisher, FakeView } from './fakes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 
@@ -215,6 +217,43 @@ describe('DeliveryLane', () => {
     handBack.abort();
     await delivered.catch(() => undefined);
     expect(publisher.on('deliveries').map((r) => JSON.parse(String(r.value)).outcome)).toEqual(['delivered']);
+  });
+
+  test('a callback the history shows delivered or dead-lettered (by an earlier owner) is not sent again', async () => {
+    // A bridge that stopped left these events uncommitted behind one still owed: its successor gets them again.
+    const { agent, subscriptions, deps, publisher } = setup();
+    subscriptions.set('s1', subscription('s1'));
+    const history = new FakeView<DeliveryAttempt>();
+    const attempt = (n: number, outcome: DeliveryAttempt['outcome'], run = 'r0'): [string, DeliveryAttempt] => [
+      `s1/msg_${n}/${run}/1`,
+      { subscriptionId: 's1', webhookId: `msg_${n}`, event: `e${n}`, attempt: 1, at: '', outcome, latencyMs: 1 },
+    ];
+    history.set(...attempt(1, 'delivered'));
+    history.set(...attempt(2, 'failed'));
+    history.set(...attempt(3, 'dead-lettered'));
+    const received: string[] = [];
+    receiver(agent, '/s1', [200], received);
+    const lane = new DeliveryLane('s1', { ...deps, delivered: new DeliveredCallbacks(history) }, { onIdle: () => {} });
+    const signal = new AbortController().signal;
+    const exits = await Promise.all([1, 2, 3, 4].map((n) => lane.enqueue(parts('s1', n), signal)));
+    expect(exits).toEqual(['done', 'done', 'done', 'done']);
+    // Only a failed attempt leaves its callback owed; nothing is written for the ones skipped.
+    expect(received).toEqual(['e2', 'e4']);
+    expect(publisher.on('deliveries').map((r) => JSON.parse(String(r.value)).event)).toEqual(['e2', 'e4']);
+  });
+
+  test('the history index follows the view: a tombstoned attempt no longer counts, a retried write counts once', () => {
+    const history = new FakeView<DeliveryAttempt>();
+    const delivered = new DeliveredCallbacks(history);
+    const a = { subscriptionId: 's1', webhookId: 'msg_9', event: 'e', attempt: 1, at: '', latencyMs: 1 };
+    history.set('s1/msg_9/r1/1', { ...a, outcome: 'delivered' });
+    history.set('s1/msg_9/r2/1', { ...a, outcome: 'delivered' });
+    expect(delivered.has('msg_9')).toBe(true);
+    history.set('s1/msg_9/r1/1', undefined);
+    expect(delivered.has('msg_9')).toBe(true);
+    history.set('s1/msg_9/r2/1', { ...a, outcome: 'failed' });
+    expect(delivered.has('msg_9')).toBe(false);
+    expect(delivered.has('msg_10')).toBe(false);
   });
 
   test('a Kafka step that fails (recording the attempt) is retried, not skipped', async () => {
