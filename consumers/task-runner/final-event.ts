@@ -44,11 +44,12 @@ export class FinalEventWriter {
   /**
    * Writes the final event behind the run's earlier ones, in their chain, and waits until it is in Kafka and in the
    * view: 'retry' when an earlier write failed (the final was then refused unsent, or landed with them in one
-   * transaction whose answer was lost; the next try settles and syncs before deciding).
+   * transaction whose answer was lost; the next try settles and syncs before deciding). `finishedAt`: when the outcome
+   * was decided, which a sync before the write (final-decision.ts) must not move past the deadline.
    */
-  async finish(job: FinalJob, journal: TaskJournal, given: Outcome): Promise<'done' | 'retry'> {
+  async finish(job: FinalJob, journal: TaskJournal, given: Outcome, finishedAt = isoNow()): Promise<'done' | 'retry'> {
     let outcome = given;
-    let change: Partial<TaskSnapshot> = { status: STATUS_OF[outcome.kind], finishedAt: isoNow(), ...outcome.data };
+    let change: Partial<TaskSnapshot> = { status: STATUS_OF[outcome.kind], finishedAt, ...outcome.data };
     let replaced = false;
     let writer = job.writer;
     let final = journal.write(outcome.kind, change, outcome.data, {

@@ -258,6 +258,7 @@ export class TaskRunner {
         this.writers.markUnsure(job.partition);
         return job.handBack.aborted ? 'handed-back' : 'retry';
       }
+      const endedAt = isoNow();
       const decided = await decideFinal(this.decision, snapshot.taskId, outcome, clock, job.handBack);
       if (!decided) {
         await journal.flush();
@@ -276,7 +277,7 @@ export class TaskRunner {
         this.writers.markUnsure(job.partition);
         return 'retry';
       }
-      const finished = await this.finals.finish(job, journal, decided);
+      const finished = await this.finals.finish(job, journal, decided, endedAt);
       return job.handBack.aborted ? 'handed-back' : finished;
     } finally {
       unlink();

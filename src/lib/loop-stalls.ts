@@ -1,7 +1,11 @@
 /** How often the heartbeat is due. */
 const BEAT_MS = 100;
-/** A heartbeat later than this past its due time means the process did not run meanwhile. */
-export const STALL_MS = 500;
+/**
+ * A heartbeat later than this past its due time means the process did not run meanwhile. Low: a stall of a few
+ * hundred milliseconds is enough for a cancel to land unseen (a chaos audit lost cancels to 0.3-0.55 s stalls at
+ * 500), and a false alarm on a busy machine costs one view sync.
+ */
+export const STALL_MS = 150;
 
 /** Whether this process stopped running at some point since a given time. */
 export interface Stalls {

@@ -113,6 +113,22 @@ describe('task runner: a run that ends after a stall', () => {
     expect(finalsOf(log, 'rerun-cancelled').map((e) => e.event)).toEqual(['task.cancelled']);
   });
 
+  test('a result in time stays in time however long the look for a cancel takes: finishedAt is when it came', async () => {
+    const log = new FakeLog();
+    const handle = await runner(log, [type(300, async () => ({ done: true }))], { stalls: { since: () => true } });
+    await handle(request('warm-up', 0), new AbortController().signal);
+    const sync = log.view.syncedSince.bind(log.view);
+    log.view.syncedSince = async (time?: number) => {
+      await sleep(600, new AbortController().signal);
+      return sync(time);
+    };
+    await handle(request('slow-look', 1), new AbortController().signal);
+    const [final] = finalsOf(log, 'slow-look');
+    expect(final.event).toBe('task.succeeded');
+    const snapshot = log.view.get('slow-look') as { startedAt: string; finishedAt: string };
+    expect(Date.parse(snapshot.finishedAt) - Date.parse(snapshot.startedAt)).toBeLessThan(300);
+  });
+
   test('without a stall, a result within the deadline is written without a sync of the view first', async () => {
     // The common path stays one write: the view is trusted as fresh when the process ran throughout.
     const log = new FakeLog();
