@@ -60,8 +60,8 @@ export function subscriptionRepresentation(
 }
 
 /** The answer that creates a subscription (201, or a task's 202): the only time its secret is shown. */
-export function newSubscriptionRepresentation(s: Subscription): HalResource {
-  const rep = subscriptionRepresentation(s, [], { secret: true });
+export function newSubscriptionRepresentation(s: Subscription, task?: RepresentationExtras['task']): HalResource {
+  const rep = subscriptionRepresentation(s, [], { secret: true, task });
   rep.message =
     'Subscription created. Keep the secret: it signs every callback (Standard Webhooks) ' + 'and is shown only now.';
   // A repeat of the creating request (Idempotency-Key) shows the subscription as it is now, which may have ended.

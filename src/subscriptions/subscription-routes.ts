@@ -161,7 +161,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         ),
     });
     // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.
-    const rep = newSubscriptionRepresentation(created);
+    const rep = newSubscriptionRepresentation(created, taskOf(created));
     if (task && isFinal(task.status)) {
       rep.message = `${String(rep.message)} The task has already finished (${task.status}); its outcome is sent all the same.`;
     }

@@ -120,14 +120,13 @@ function wantsEventStream(request: FastifyRequest): boolean {
 /**
  * HEAD of the stream: GET's status and head, never a stream. GET answers 204 when a task that had ended has no event
  * after the cursor, which one event's page tells. The head goes out raw: Fastify would add `Content-Length: 0`, which
- * RFC 9110 §8.6 forbids where GET's body would not be empty.
+ * RFC 9110 §8.6 forbids where GET's body would not be empty, and §8.6 forbids on any 204.
  */
 async function eventStreamHead(deps: TaskEventRouteDeps, reply: FastifyReply, task: TaskSnapshot, from: bigint) {
-  if (isFinal(task.status) && (await readTaskEventPage(deps, task, from, 1)).events.length === 0) {
-    return reply.code(204).send();
-  }
+  const ended = isFinal(task.status) && (await readTaskEventPage(deps, task, from, 1)).events.length === 0;
+  const headers = reply.getHeaders() as OutgoingHttpHeaders;
   reply.hijack();
-  reply.raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), ...EVENT_STREAM_HEAD });
+  reply.raw.writeHead(ended ? 204 : 200, ended ? headers : { ...headers, ...EVENT_STREAM_HEAD });
   reply.raw.end();
   return reply;
 }

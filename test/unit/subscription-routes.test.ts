@@ -195,6 +195,13 @@ describe('reading and cancelling', () => {
     expect(res.status).toBe(200);
     expect(res.body._embedded.task).toMatchObject({ taskId, _links: { self: { href: `/tasks/${taskId}` } } });
     expect((await call(tolerant.app, `/subscriptions/${sub.UUID}`)).body._embedded).toBeUndefined();
+    // The creating answer is the same representation, so it embeds on request as GET does.
+    const created = await call(tolerant.app, '/subscriptions?embedded=task', {
+      body: { callbackUrl: subscription.callbackUrl, mode: 'once', taskId },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body._embedded.task).toMatchObject({ taskId, _links: { self: { href: `/tasks/${taskId}` } } });
+    expect(created.body.secret).toMatch(/^whsec_/);
     const kinds = await subscribe();
     expect((await call(tolerant.app, `/subscriptions/${kinds.UUID}?embedded=task`)).body._embedded).toBeUndefined();
   });

@@ -177,8 +177,13 @@ describe('Server-Sent Events', () => {
     expect(head.headers['content-type']).toBe(get.headers['content-type']);
     const last = parseSse(get.text).events.at(-1)?.id;
     const done = { ...SSE, 'last-event-id': String(last) };
-    expect((await call(api.app, url, { method: 'HEAD', headers: done })).status).toBe(204);
-    expect((await call(api.app, url, { headers: done })).status).toBe(204);
+    const endedHead = await call(api.app, url, { method: 'HEAD', headers: done });
+    const endedGet = await call(api.app, url, { headers: done });
+    expect([endedHead.status, endedGet.status]).toEqual([204, 204]);
+    // RFC 9110 §8.6: no Content-Length on a 204, which GET's 204 does not send either.
+    expect(endedHead.headers['content-length']).toBeUndefined();
+    expect(endedGet.headers['content-length']).toBeUndefined();
+    expect(endedHead.headers.vary).toBe(endedGet.headers.vary);
     expect(api.reader.openReadings).toBe(0);
   });
 
