@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { ResourceStore } from '../../src/resources/resource-store';
 import type { ConsumerRole } from '../../src/service';
 import { TASKS_VIEW } from '../../src/tasks/task-snapshot';
-import { startTaskRunner } from './task-runner';
+import { startTaskRunner } from './task-runner-consumer';
 
 /** The runner role: wires the task runner from the process's kernel. */
 export const taskRunnerRole: ConsumerRole = {

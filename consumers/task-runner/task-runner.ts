@@ -1,4 +1,3 @@
-import { problem } from '../../src/problems/problem-detail';
 import type {
   ConsumerHandle,
   FencingPublisher,
@@ -6,7 +5,6 @@ import type {
   IncomingRecord,
   StateView,
 } from '../../src/kafka/types';
-import { RecordTooLargeError } from '../../src/kafka/record-size';
 import { pause } from '../../src/lib/abortable-sleep';
 import { retryDelayMs } from '../../src/lib/backoff';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
@@ -15,10 +13,9 @@ import type { Logger } from '../../src/logger';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { parseTraceparent, type TraceContext } from '../../src/tracing/trace-context';
 import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
-import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
-import { parseTaskRequest, taskIdOfRequest, type ParsedRequest } from '../../src/tasks/task-request';
+import { parseTaskRequest, taskIdOfRequest } from '../../src/tasks/task-request';
 import { MOVED_FROM, moveRequest, TOO_LARGE, tooLargeRequest } from './request-moves';
 import {
   cancelKey,
@@ -29,7 +26,8 @@ import {
   type TaskSnapshot,
 } from '../../src/tasks/task-snapshot';
 import type { TaskContext } from '../../src/tasks/task-type';
-import { FinalEventWriter, type FinalJob } from './final-event';
+import { FinalEventWriter } from './final-event';
+import { RequestIntake, type Job } from './request-intake';
 import { decideFinal, type DecisionDeps, type RunClock } from './final-decision';
 import { PartitionWriters } from './partition-writers';
 import {
@@ -75,11 +73,6 @@ export interface TaskRunnerDeps {
   stalls?: Stalls;
 }
 
-/** What one record's handling needs: where it came from and who may write for it. */
-interface Job extends FinalJob {
-  exec: ExecutionDeps;
-}
-
 type Try = 'done' | 'retry' | 'handed-back';
 
 /**
@@ -93,6 +86,7 @@ export class TaskRunner {
   private readonly perTask = new KeyedSerial();
   readonly writers: PartitionWriters;
   private readonly finals: FinalEventWriter;
+  private readonly intake: RequestIntake;
   private readonly firstRetryMs: number;
   private readonly tracer: Tracer;
   private readonly decision: DecisionDeps;
@@ -114,6 +108,12 @@ export class TaskRunner {
       view: deps.view,
       logger: this.logger,
       firstRetryMs: this.firstRetryMs,
+      metrics: deps.metrics,
+    });
+    this.intake = new RequestIntake({
+      view: deps.view,
+      finals: this.finals,
+      kafkaTimeoutMs: deps.kafkaTimeoutMs,
       metrics: deps.metrics,
     });
     this.ownStalls = deps.stalls ? undefined : new LoopStalls().start();
@@ -200,26 +200,19 @@ export class TaskRunner {
     const parsed = record.headers[TOO_LARGE]
       ? tooLargeRequest(record.value, record.headers[TOO_LARGE])
       : parseTaskRequest(record.value, this.deps.registry);
-    if (!parsed.ok) return this.reject(job, parsed, keyed);
+    if (!parsed.ok) return this.intake.reject(job, parsed, keyed);
     const { request } = parsed;
-    const known = isSnapshot(seen) ? seen : await this.snapshotOf(taskId, request.accepted, handBack);
+    const known = isSnapshot(seen) ? seen : await this.intake.snapshotOf(taskId, request.accepted, handBack);
     if (known && isFinal(known.status)) return 'done';
     if (!known && request.accepted) {
       // Marked as the api's, but no snapshot of the api's came: a client's request, checked as one.
       const checked = parseTaskRequest(record.value, this.deps.registry, false);
-      if (!checked.ok) return this.reject(job, checked, keyed);
+      if (!checked.ok) return this.intake.reject(job, checked, keyed);
     }
-    let snapshot = known;
-    try {
-      snapshot ??= await this.accept(job, { tenant: request.tenant, type: request.type, input: request.input });
-    } catch (err) {
-      if (!(err instanceof RecordTooLargeError)) throw err;
-      // task.accepted carries the input: one larger than Kafka takes is refused, as POST /tasks answers 413.
-      const tooLarge = problem('invalid-field', `/input is ${err.bytes} bytes as an event, more than ${err.limit}`, {
-        instance: '/input',
-      });
-      return this.reject(job, { ok: false, type: request.type, tenant: request.tenant, errors: [tooLarge] }, true);
-    }
+    const snapshot =
+      known ??
+      (await this.intake.acceptOrReject(job, { tenant: request.tenant, type: request.type, input: request.input }));
+    if (typeof snapshot === 'string') return snapshot;
     return this.runOnce(job, snapshot, request.input);
   }
 
@@ -306,45 +299,6 @@ export class TaskRunner {
     return job.handBack.aborted ? 'handed-back' : finished;
   }
 
-  /** A request no run can use: it ends in task.failed with the reasons, never in silence. */
-  async reject(job: Job, parsed: Extract<ParsedRequest, { ok: false }>, keyed: boolean): Promise<'done' | 'retry'> {
-    const seen = this.deps.view.get(job.taskId);
-    const rejected = { tenant: parsed.tenant, type: parsed.type, input: undefined };
-    const snapshot = isSnapshot(seen) ? seen : await this.accept(job, rejected);
-    const detail = keyed
-      ? 'The task request is invalid; see errors.'
-      : 'The task request has no valid key (task id); see errors.';
-    const failure = problem('task-request-invalid', detail, { errors: parsed.errors });
-    return this.finals.finish(job, new TaskJournal(snapshot, job.exec), {
-      kind: 'task.failed',
-      data: { problem: failure },
-    });
-  }
-
-  /** A request produced to Kafka by a client of its own: the runner accepts it, as the api would. */
-  private async accept(job: Job, task: Omit<NewTask, 'taskId'>): Promise<TaskSnapshot> {
-    const snapshot = await acceptTask(
-      { ...job.exec, timeoutMs: this.deps.kafkaTimeoutMs },
-      { taskId: job.taskId, ...task, trace: job.exec.trace },
-    );
-    this.deps.metrics?.taskAccepted();
-    return snapshot;
-  }
-
-  /** The snapshot committed with an api request reaches this view shortly; wait for it rather than accept twice. */
-  private async snapshotOf(
-    taskId: string,
-    expected: boolean,
-    handBack: AbortSignal,
-  ): Promise<TaskSnapshot | undefined> {
-    const deadline = Date.now() + (expected ? this.deps.kafkaTimeoutMs : 0);
-    for (;;) {
-      const seen = this.deps.view.get(taskId);
-      if (isSnapshot(seen) || Date.now() >= deadline || handBack.aborted) return isSnapshot(seen) ? seen : undefined;
-      await pause(20, handBack);
-    }
-  }
-
   /** Stops the heartbeat this runner started (it never held the process alive). */
   close(): void {
     this.ownStalls?.stop();
@@ -354,35 +308,4 @@ export class TaskRunner {
     const { view, topics, resources, kafkaTimeoutMs } = this.deps;
     return { publisher, view, topics, resources, logger: this.logger, kafkaTimeoutMs, trace };
   }
-}
-
-/** How long runs under way may go on to their end when the runner stops, before they are handed back. */
-const STOP_GRACE_MS = 5000;
-
-/**
- * The task runner: a consumer group on the task requests topic. Each request is run to exactly one final event;
- * its offset is committed only after that, so a runner that dies mid-task leaves the request to the group, and the
- * task is run again (attempt + 1) by whichever runner gets its partition.
- */
-export async function startTaskRunner(deps: TaskRunnerDeps): Promise<ConsumerHandle> {
-  const runner = new TaskRunner(deps);
-  const consumer = await deps.runGroupConsumer({
-    groupId: deps.groupId,
-    topics: [deps.topics.taskRequests],
-    maxInFlight: deps.concurrency,
-    // A SIGTERM (a deploy) lets a run that is about to end end here, rather than start over elsewhere as attempt 2.
-    stopGraceMs: STOP_GRACE_MS,
-    handle: (record, handBack) => runner.handleSerially(record, handBack),
-    onRevoked: (topic, partition) => {
-      runner.logger.info({ topic, partition }, 'partition revoked; its running tasks are handed back');
-      void runner.writers.release(partition);
-    },
-  });
-  return {
-    async stop() {
-      await consumer.stop();
-      await runner.writers.closeAll();
-      runner.close();
-    },
-  };
 }

@@ -1,4 +1,5 @@
-import { startTaskRunner, type TaskRunnerDeps } from '../../consumers/task-runner/task-runner';
+import { type TaskRunnerDeps } from '../../consumers/task-runner/task-runner';
+import { startTaskRunner } from '../../consumers/task-runner/task-runner-consumer';
 import type {
   FencingPublisher,
   GroupConsumerOptions,
