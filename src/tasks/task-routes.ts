@@ -264,12 +264,11 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
       throw new ProblemError('validation-failed', 'The only change a task accepts is {"status": "cancelled"}.', {
         errors,
       });
-    if (isFinal(task.status)) {
-      const ended = task.status === 'cancelled' ? 'been cancelled' : task.status;
-      throw new ProblemError('task-already-finished', `The task has already ${ended}; it cannot be cancelled.`);
-    }
+    if (isFinal(task.status)) throw alreadyFinished(task);
     await store.requestCancel(task.taskId);
     const current = store.get(task.taskId) ?? task;
+    // The task ended on its own while the cancel was written: its outcome stands, and a 202 would promise otherwise.
+    if (isFinal(current.status) && current.status !== 'cancelled') throw alreadyFinished(current);
     return tracking(reply, current)
       .code(202)
       .send(
@@ -310,4 +309,9 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRouteDeps): Pro
   });
 
   if (deps.events) await taskEventRoutes(app, { store, ownTask, ...deps.events });
+}
+
+function alreadyFinished(task: TaskSnapshot): ProblemError {
+  const ended = task.status === 'cancelled' ? 'been cancelled' : task.status;
+  return new ProblemError('task-already-finished', `The task has already ${ended}; it cannot be cancelled.`);
 }

@@ -299,6 +299,28 @@ describe('cancel and forget', () => {
     expect(api.tasks.cancelRequested(taskId)).toBe(true);
   });
 
+  test('a task that ends on its own while its cancel is written keeps its outcome: 409, not a 202', async () => {
+    const { taskId } = (await submit()).body;
+    const write = api.tasks.requestCancel.bind(api.tasks);
+    // The runner's final snapshot lands between the api's check and the cancel's write.
+    const raced = jest.spyOn(api.tasks, 'requestCancel').mockImplementationOnce(async (id) => {
+      runnerWrote(id, finished());
+      await write(id);
+    });
+    try {
+      const res = await call(api.app, `/tasks/${taskId}`, { method: 'PATCH', body: { status: 'cancelled' } });
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({
+        type: problemType('task-already-finished'),
+        detail: 'The task has already succeeded; it cannot be cancelled.',
+      });
+    } finally {
+      raced.mockRestore();
+    }
+    const task = await call(api.app, `/tasks/${taskId}`);
+    expect(task.body.status).toBe('succeeded');
+  });
+
   test('any other change is 400; cancelling a finished task is 409', async () => {
     const { taskId } = (await submit()).body;
     const other = await call(api.app, `/tasks/${taskId}`, { method: 'PATCH', body: { status: 'succeeded' } });
