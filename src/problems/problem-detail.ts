@@ -44,7 +44,13 @@ const pointerToken = (name: unknown) => `/${String(name).replaceAll('~', '~0').r
 export function fieldErrors(errors: AjvLikeError[], prefix = ''): ProblemDetail[] {
   const entries = errors.slice(0, MAX_FIELD_ERRORS).map((e) => {
     const pointer = pointerOf(e, prefix);
-    const detail = e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
+    // Both name a member of the object ajv reports on, and the pointer names that member: its words would not fit.
+    const detail =
+      e.keyword === 'additionalProperties'
+        ? 'is not a known field'
+        : e.keyword === 'required'
+          ? 'is required'
+          : (e.message ?? 'is invalid');
     return problem('invalid-field', `${pointer} ${detail}`, { instance: pointer });
   });
   const made = entries.length;

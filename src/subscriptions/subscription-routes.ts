@@ -217,15 +217,8 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     // No body (none, or an empty one) is a cancel. JSON null is a body, and no object: Fastify validates a missing
     // body as null, so the schema lets both through, and null is refused here as 0 or [] are.
     if (request.body !== undefined) cancelBodyRefusal(requireObjectBody(request.body), s.id);
-    await store.cancel(s, 'requested');
-    return reply
-      .code(202)
-      .send(
-        halResource(
-          { UUID: s.id, message: 'Subscription cancelled; no further callbacks start.' },
-          { self: link(`/subscriptions/${s.id}`) },
-        ),
-      );
+    // The answer is the resource as GET now shows it, so `fields` and `embedded` select from it as they do there.
+    return reply.code(202).send(representation(await store.cancel(s, 'requested')));
   });
 }
 

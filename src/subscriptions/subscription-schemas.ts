@@ -187,11 +187,8 @@ export function subscriptionRouteSchemas(eventKinds: string[]) {
       },
       response: {
         202: halResponse(
-          'Cancelled: no further callbacks start',
-          halSchema({
-            properties: { UUID: { type: 'string' }, message: { type: 'string' } },
-            links: { self: 'one' },
-          }),
+          'Cancelled: no further callbacks start. The subscription as it now is',
+          ref(SUBSCRIPTION_SCHEMA_ID),
         ),
         403: problemResponse('uuid-mismatch: the body names another subscription.'),
         404: notFound,

@@ -40,6 +40,8 @@ describe('validation errors as JSON pointers', () => {
     const errors = validationErrors(validate, { tags: ['a', 2], colour: 'red' });
     expect(errors.map((e) => e.instance).sort()).toEqual(['/colour', '/itemCount', '/tags/1']);
     expect(errors.find((e) => e.instance === '/colour')?.detail).toBe('/colour is not a known field');
+    // Pointed at the missing field, the detail says what is wrong with it: not ajv's words about its parent.
+    expect(errors.find((e) => e.instance === '/itemCount')?.detail).toBe('/itemCount is required');
     for (const e of errors) expect(e).toMatchObject({ type: problemType('invalid-field'), status: 400 });
   });
 

@@ -297,6 +297,25 @@ describe('reading and cancelling', () => {
     });
   });
 
+  test("the cancel's 202 is the subscription as GET now shows it: fields and embedded select from it", async () => {
+    const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
+    const { taskId } = task.body;
+    const { UUID } = await subscribe({ callbackUrl: subscription.callbackUrl, mode: 'continuous', taskId });
+    const url = `/subscriptions/${UUID}?fields=status,cancelReason,_embedded&embedded=task`;
+    const res = await call(tolerant.app, url, { method: 'PUT' });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({
+      status: 'cancelled',
+      cancelReason: 'requested',
+      _embedded: { task: expect.objectContaining({ taskId }) },
+    });
+    const whole = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT' });
+    const { message, ...rest } = whole.body;
+    const { message: _shown, ...got } = (await call(tolerant.app, `/subscriptions/${UUID}`)).body;
+    expect(rest).toEqual(got);
+    expect(message).toMatch(/cancelled/);
+  });
+
   test('a PUT whose body names another UUID is 403 and cancels nothing', async () => {
     const { UUID } = await subscribe();
     const res = await call(tolerant.app, `/subscriptions/${UUID}`, { method: 'PUT', body: { UUID: 'someone-else' } });
