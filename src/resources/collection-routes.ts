@@ -114,10 +114,13 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
       describe: () =>
         failures.length > 0 ? { status: 400, ids, errors: listedFailures(failures) } : { status: 201, ids },
       replay: (answer) => {
-        const saved = bulkBody(
-          resource,
-          answer.ids.map((id) => rep(stored(id))),
-        );
+        // From their current state: the orders deleted since are no longer listed; 404 once none is left.
+        const left = answer.ids.flatMap((id) => store.get(decl.collection, id) ?? []);
+        if (left.length === 0 && answer.ids.length > 0) {
+          const detail = `The ${decl.collection} this Idempotency-Key created no longer exist.`;
+          throw new ProblemError('not-found', detail);
+        }
+        const saved = bulkBody(resource, left.map(rep));
         if (answer.errors) {
           const processed = applySelection(saved, selectionOf(request));
           throw bulkFailure(false, answer.errors, { body: processed, count: answer.ids.length });

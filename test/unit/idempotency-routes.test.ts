@@ -86,6 +86,27 @@ describe('Idempotency-Key', () => {
     expect(repeat.body.id).toBe(valid.body.id);
   });
 
+  test("a bulk create's repeat lists the orders it made that are left; 404 once none is", async () => {
+    const key = freshKey();
+    const orders = [1, 2, 3].map((i) => ({ orderNumber: 9100 + i, itemCount: i, status: 'open' }));
+    const first = await call(api.app, '/orders', { body: { order: orders }, ...keyed(key) });
+    expect(first.status).toBe(201);
+    const ids: string[] = first.body._embedded.orders.map((o: { id: string }) => o.id);
+    expect((await call(api.app, `/orders/${ids[1]}`, { method: 'DELETE' })).status).toBe(204);
+    const again = await call(api.app, '/orders', { body: { order: orders }, ...keyed(key) });
+    expect([again.status, again.headers['idempotent-replayed']]).toEqual([201, 'true']);
+    expect(again.body.count).toBe(2);
+    expect(again.body._embedded.orders.map((o: { id: string }) => o.id)).toEqual([ids[0], ids[2]]);
+    expect(again.body._links.item).toEqual([{ href: `/orders/${ids[0]}` }, { href: `/orders/${ids[2]}` }]);
+    for (const id of [ids[0], ids[2]]) await call(api.app, `/orders/${id}`, { method: 'DELETE' });
+    const gone = await call(api.app, '/orders', { body: { order: orders }, ...keyed(key) });
+    expect([gone.status, gone.body.type, gone.headers['idempotent-replayed']]).toEqual([
+      404,
+      problemType('not-found'),
+      'true',
+    ]);
+  });
+
   test('a repeated POST /subscriptions shows the same subscription and its secret again', async () => {
     const key = freshKey();
     const body = { callbackUrl: 'http://127.0.0.1:9/hook', mode: 'continuous', events: ['order.created'] };
