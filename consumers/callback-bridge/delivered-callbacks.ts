@@ -2,7 +2,8 @@ import type { StateView } from '../../src/kafka/types';
 import type { DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 
 /** Outcomes after which a callback is never sent again: the receiver took it, or it was given up on. */
-const DONE = new Set<DeliveryAttempt['outcome']>(['delivered', 'dead-lettered']);
+export type DoneOutcome = 'delivered' | 'dead-lettered';
+const isDone = (o: DeliveryAttempt['outcome']): o is DoneOutcome => o === 'delivered' || o === 'dead-lettered';
 
 /**
  * The callbacks the delivery history shows done, by webhook-id (one per subscription and event).
@@ -14,30 +15,37 @@ const DONE = new Set<DeliveryAttempt['outcome']>(['delivered', 'dead-lettered'])
  * was on the wire, or whose attempt was not yet written, when its bridge stopped.
  */
 export class DeliveredCallbacks {
-  /** view key → webhook-id, for the attempts that are done */
-  private readonly doneByKey = new Map<string, string>();
-  /** webhook-id → how many done attempts the view holds for it (a retried history write is a key of its own) */
-  private readonly done = new Map<string, number>();
+  /** view key → webhook-id and outcome, for the attempts that are done */
+  private readonly doneByKey = new Map<string, { webhookId: string; outcome: DoneOutcome }>();
+  /** webhook-id → how many done attempts the view holds for it, by outcome (a retried write is a key of its own) */
+  private readonly done = new Map<string, Record<DoneOutcome, number>>();
 
   constructor(readonly view: StateView<DeliveryAttempt>) {
     for (const [key, a] of view.entries()) this.apply(key, a);
     view.onChange((key, a) => this.apply(key, a));
   }
 
-  has(webhookId: string): boolean {
-    return this.done.has(webhookId);
+  /** How the callback was done, if it was: delivered wins over a dead letter (the receiver has it). */
+  outcomeOf(webhookId: string): DoneOutcome | undefined {
+    const counts = this.done.get(webhookId);
+    if (!counts) return undefined;
+    return counts.delivered > 0 ? 'delivered' : 'dead-lettered';
   }
 
   private apply(key: string, a: DeliveryAttempt | undefined): void {
     const before = this.doneByKey.get(key);
     if (before !== undefined) {
       this.doneByKey.delete(key);
-      const left = (this.done.get(before) ?? 1) - 1;
-      if (left > 0) this.done.set(before, left);
-      else this.done.delete(before);
+      const counts = this.done.get(before.webhookId);
+      if (counts) {
+        counts[before.outcome] -= 1;
+        if (counts.delivered + counts['dead-lettered'] <= 0) this.done.delete(before.webhookId);
+      }
     }
-    if (!a || !DONE.has(a.outcome) || typeof a.webhookId !== 'string') return;
-    this.doneByKey.set(key, a.webhookId);
-    this.done.set(a.webhookId, (this.done.get(a.webhookId) ?? 0) + 1);
+    if (!a || !isDone(a.outcome) || typeof a.webhookId !== 'string') return;
+    this.doneByKey.set(key, { webhookId: a.webhookId, outcome: a.outcome });
+    const counts = this.done.get(a.webhookId) ?? { delivered: 0, 'dead-lettered': 0 };
+    counts[a.outcome] += 1;
+    this.done.set(a.webhookId, counts);
   }
 }

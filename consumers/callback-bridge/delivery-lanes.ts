@@ -12,7 +12,7 @@ import { randomHex } from '../../src/lib/random-hex';
 import type { CancelReason } from '../../src/subscriptions/subscription';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import type { AttemptRecorder } from './attempt-recorder';
-import type { DeliveredCallbacks } from './delivered-callbacks';
+import type { DeliveredCallbacks, DoneOutcome } from './delivered-callbacks';
 import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 import { deadLetterRecords } from './dead-letter';
@@ -200,8 +200,9 @@ export class DeliveryLane {
   }
 
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
-    // Delivered (or dead-lettered) before its event came back to the group: done, with nothing more to write.
-    if (this.deps.delivered?.has(message.webhookId)) return;
+    // Delivered (or dead-lettered) before its event came back to the group: not sent again.
+    const done = this.deps.delivered?.outcomeOf(message.webhookId);
+    if (done !== undefined) return this.endAfterEarlierOwner(done, signal);
     const run = randomHex(4);
     for (let attempt = 1; ; attempt += 1) {
       const result = await this.attempt(message, { run, attempt }, signal, writes);
@@ -325,6 +326,21 @@ export class DeliveryLane {
     const within = 2 * this.deps.kafkaTimeoutMs;
     await untilDone(signal, this.step('end the subscription'), () =>
       this.deps.subscriptions.end(sub, 'dead-lettered', within),
+    );
+  }
+
+  /**
+   * A callback an earlier owner did: a bridge that died between its once callback (or dead letter) and the end of
+   * the subscription left that end unwritten, and a once subscription left active would never end. Written here, as
+   * that bridge would have.
+   */
+  private async endAfterEarlierOwner(done: DoneOutcome, signal: AbortSignal): Promise<void> {
+    if (done === 'dead-lettered') return this.endIfOutcomeLost(signal);
+    const sub = this.deps.subscriptions.get(this.subscriptionId);
+    if (sub?.status !== 'active' || sub.mode !== 'once') return;
+    const within = 2 * this.deps.kafkaTimeoutMs;
+    await untilDone(signal, this.step('end the subscription'), () =>
+      this.deps.subscriptions.end(sub, 'delivered-once', within),
     );
   }
 

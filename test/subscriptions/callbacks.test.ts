@@ -102,7 +102,7 @@ describe('the subscriptions API', () => {
     expect((await http(base, '/subscriptions')).body.total).toBe(before);
   });
 
-  test('cancel: PUT answers 202 {_links.self, UUID, message}, is repeatable; a different body UUID is 403; unknown is 404', async () => {
+  test('cancel: PUT answers 202 with _links.self, UUID, message and its cancelled status, is repeatable; a different body UUID is 403; unknown is 404', async () => {
     const r = await receiver();
     const { body } = await subscribe({ callbackUrl: `${r.url}/x`, mode: 'continuous', events: ['order.deleted'] });
     expect(
@@ -111,10 +111,13 @@ describe('the subscriptions API', () => {
     for (let i = 0; i < 2; i++) {
       const res = await http(base, `/subscriptions/${body.UUID}`, { method: 'PUT' });
       expect(res.status).toBe(202);
-      expect(res.body).toEqual({
+      // Spec: a body with _links.self and message; it is the subscription as it now is.
+      expect(res.body).toMatchObject({
         _links: { self: { href: `/subscriptions/${body.UUID}` } },
         UUID: body.UUID,
         message: expect.any(String),
+        status: 'cancelled',
+        cancelReason: 'requested',
       });
     }
     expect((await http(base, `/subscriptions/${body.UUID}`, { method: 'PUT', body: { UUID: body.UUID } })).status).toBe(

@@ -248,12 +248,44 @@ describe('DeliveryLane', () => {
     const a = { subscriptionId: 's1', webhookId: 'msg_9', event: 'e', attempt: 1, at: '', latencyMs: 1 };
     history.set('s1/msg_9/r1/1', { ...a, outcome: 'delivered' });
     history.set('s1/msg_9/r2/1', { ...a, outcome: 'delivered' });
-    expect(delivered.has('msg_9')).toBe(true);
+    expect(delivered.outcomeOf('msg_9')).toBe('delivered');
     history.set('s1/msg_9/r1/1', undefined);
-    expect(delivered.has('msg_9')).toBe(true);
+    expect(delivered.outcomeOf('msg_9')).toBe('delivered');
     history.set('s1/msg_9/r2/1', { ...a, outcome: 'failed' });
-    expect(delivered.has('msg_9')).toBe(false);
-    expect(delivered.has('msg_10')).toBe(false);
+    expect(delivered.outcomeOf('msg_9')).toBeUndefined();
+    history.set('s1/msg_9/r3/dead-lettered', { ...a, outcome: 'dead-lettered' });
+    expect(delivered.outcomeOf('msg_9')).toBe('dead-lettered');
+    expect(delivered.outcomeOf('msg_10')).toBeUndefined();
+  });
+
+  test('a once callback an earlier owner did, dying before it ended the subscription, ends it now, unsent', async () => {
+    const { agent, subscriptions, deps, publisher } = setup();
+    subscriptions.set('s1', subscription('s1', 'once'));
+    subscriptions.set('s2', { ...subscription('s2', 'once'), taskId: 't2' });
+    subscriptions.set('s3', subscription('s3'));
+    viewAppliesSubscriptionWrites(publisher, subscriptions);
+    const history = new FakeView<DeliveryAttempt>();
+    const done = (sub: string, outcome: DeliveryAttempt['outcome']): [string, DeliveryAttempt] => [
+      `${sub}/msg_1/r0/1`,
+      { subscriptionId: sub, webhookId: `msg_1_${sub}`, event: 'e1', attempt: 1, at: '', outcome, latencyMs: 1 },
+    ];
+    history.set(...done('s1', 'delivered'));
+    history.set(...done('s2', 'dead-lettered'));
+    history.set(...done('s3', 'delivered'));
+    const received: string[] = [];
+    for (const s of ['s1', 's2', 's3']) receiver(agent, `/${s}`, [200], received);
+    const lanesDeps = { ...deps, delivered: new DeliveredCallbacks(history) };
+    const signal = new AbortController().signal;
+    for (const s of ['s1', 's2', 's3']) {
+      const lane = new DeliveryLane(s, lanesDeps, { onIdle: () => undefined });
+      await lane.enqueue({ ...parts(s, 1), webhookId: `msg_1_${s}` }, signal);
+    }
+    expect(received).toEqual([]);
+    expect(['s1', 's2', 's3'].map((s) => subscriptions.get(s)?.cancelReason ?? subscriptions.get(s)?.status)).toEqual([
+      'delivered-once',
+      'dead-lettered',
+      'active',
+    ]);
   });
 
   test('a Kafka step that fails (recording the attempt) is retried, not skipped', async () => {
