@@ -335,6 +335,10 @@ export class DeliveryLane {
    * that bridge would have.
    */
   private async endAfterEarlierOwner(done: DoneOutcome, signal: AbortSignal): Promise<void> {
+    // Read as an attempt reads it: a view synced within the lease, or a taken-over partition's stale view would
+    // rewrite an end already written (a user's cancel among them) as this one.
+    const waiting = this.clearance.wait(signal);
+    if (waiting) await waiting;
     if (done === 'dead-lettered') return this.endIfOutcomeLost(signal);
     const sub = this.deps.subscriptions.get(this.subscriptionId);
     if (sub?.status !== 'active' || sub.mode !== 'once') return;

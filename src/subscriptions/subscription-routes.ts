@@ -218,7 +218,9 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
     // body as null, so the schema lets both through, and null is refused here as 0 or [] are.
     if (request.body !== undefined) cancelBodyRefusal(requireObjectBody(request.body), s.id);
     // The answer is the resource as GET now shows it, so `fields` and `embedded` select from it as they do there.
-    return reply.code(202).send(representation(await store.cancel(s, 'requested')));
+    const cancelled = await store.cancel(s, 'requested');
+    await history.explaining(cancelled);
+    return reply.code(202).send(representation(cancelled));
   });
 }
 

@@ -263,6 +263,9 @@ describe('DeliveryLane', () => {
     subscriptions.set('s1', subscription('s1', 'once'));
     subscriptions.set('s2', { ...subscription('s2', 'once'), taskId: 't2' });
     subscriptions.set('s3', subscription('s3'));
+    // An event-kind once subscription's dead letter ends nothing; an end already written is not written again.
+    subscriptions.set('s4', subscription('s4', 'once'));
+    subscriptions.set('s5', { ...subscription('s5', 'once'), status: 'cancelled', cancelReason: 'requested' });
     viewAppliesSubscriptionWrites(publisher, subscriptions);
     const history = new FakeView<DeliveryAttempt>();
     const done = (sub: string, outcome: DeliveryAttempt['outcome']): [string, DeliveryAttempt] => [
@@ -272,20 +275,34 @@ describe('DeliveryLane', () => {
     history.set(...done('s1', 'delivered'));
     history.set(...done('s2', 'dead-lettered'));
     history.set(...done('s3', 'delivered'));
+    history.set(...done('s4', 'dead-lettered'));
+    history.set(...done('s5', 'delivered'));
     const received: string[] = [];
-    for (const s of ['s1', 's2', 's3']) receiver(agent, `/${s}`, [200], received);
+    const all = ['s1', 's2', 's3', 's4', 's5'];
+    for (const s of all) receiver(agent, `/${s}`, [200], received);
     const lanesDeps = { ...deps, delivered: new DeliveredCallbacks(history) };
     const signal = new AbortController().signal;
-    for (const s of ['s1', 's2', 's3']) {
+    for (const s of all) {
       const lane = new DeliveryLane(s, lanesDeps, { onIdle: () => undefined });
       await lane.enqueue({ ...parts(s, 1), webhookId: `msg_1_${s}` }, signal);
     }
     expect(received).toEqual([]);
-    expect(['s1', 's2', 's3'].map((s) => subscriptions.get(s)?.cancelReason ?? subscriptions.get(s)?.status)).toEqual([
+    expect(all.map((s) => subscriptions.get(s)?.cancelReason ?? subscriptions.get(s)?.status)).toEqual([
       'delivered-once',
       'dead-lettered',
       'active',
+      'active',
+      'requested',
     ]);
+    expect(publisher.on('subs').map((r) => r.key)).toEqual(['s1', 's2']);
+    // Handed back meanwhile: nothing is written.
+    subscriptions.set('s6', subscription('s6', 'once'));
+    history.set(...done('s6', 'delivered'));
+    const handedBack = new AbortController();
+    handedBack.abort();
+    const lane = new DeliveryLane('s6', lanesDeps, { onIdle: () => undefined });
+    await expect(lane.enqueue({ ...parts('s6', 1), webhookId: 'msg_1_s6' }, handedBack.signal)).rejects.toThrow();
+    expect(subscriptions.get('s6')?.status).toBe('active');
   });
 
   test('a Kafka step that fails (recording the attempt) is retried, not skipped', async () => {
