@@ -9,10 +9,10 @@ import { formatTraceparent, parseTraceparent } from '../../src/tracing/trace-con
 import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
 import { randomHex } from '../../src/lib/random-hex';
-import type { CancelReason } from '../../src/subscriptions/subscription';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import type { AttemptRecorder } from './attempt-recorder';
-import type { DeliveredCallbacks, DoneOutcome } from './delivered-callbacks';
+import type { DeliveredCallbacks } from './delivered-callbacks';
+import { endingReason, SubscriptionEnds } from './subscription-ends';
 import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
 import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
 import { deadLetterRecords } from './dead-letter';
@@ -84,9 +84,6 @@ interface AttemptOf {
  */
 export const HEAD_STUCK_AFTER = 3;
 
-/** The answers that end a subscription. */
-const ENDS: Partial<Record<CallbackResult['outcome'], CancelReason>> = { refused: 'refused', gone: 'gone' };
-
 /**
  * One subscription's callbacks, delivered one at a time and in the order
  * they were enqueued. A failing head is retried in place, with backoff and
@@ -106,6 +103,7 @@ export class DeliveryLane {
   private roomWanted = false;
   private readonly failureLog: CallbackFailureLog;
   private readonly clearance: SendClearance;
+  private readonly ends: SubscriptionEnds;
 
   constructor(
     private readonly subscriptionId: string,
@@ -114,6 +112,7 @@ export class DeliveryLane {
   ) {
     this.failureLog = deps.failureLog ?? new CallbackFailureLog(deps.logger);
     this.clearance = new SendClearance(deps, (what) => this.step(what));
+    this.ends = new SubscriptionEnds(subscriptionId, deps, this.step('end the subscription'));
   }
 
   /**
@@ -202,7 +201,11 @@ export class DeliveryLane {
   private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
     // Delivered (or dead-lettered) before its event came back to the group: not sent again.
     const done = this.deps.delivered?.outcomeOf(message.webhookId);
-    if (done !== undefined) return this.endAfterEarlierOwner(done, signal);
+    if (done !== undefined) {
+      const waiting = this.clearance.wait(signal);
+      if (waiting) await waiting;
+      return this.ends.afterEarlierOwner(done, signal);
+    }
     const run = randomHex(4);
     for (let attempt = 1; ; attempt += 1) {
       const result = await this.attempt(message, { run, attempt }, signal, writes);
@@ -213,7 +216,7 @@ export class DeliveryLane {
         // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
         await Promise.all(writes);
         await this.deadLetter(message, { run, attempt }, result.error, signal);
-        await this.endIfOutcomeLost(signal);
+        await this.ends.afterDeadLetter(signal);
         return;
       }
       this.headFailed(attempt);
@@ -277,17 +280,12 @@ export class DeliveryLane {
     const recorded = untilDone(signal, this.step('record the attempt'), () => this.deps.history.record(history), true);
     recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
     writes.push(recorded);
-    const reason =
-      ENDS[result.outcome] ?? (result.outcome === 'delivered' && sub.mode === 'once' ? 'delivered-once' : undefined);
+    const reason = endingReason(result.outcome, sub);
     if (reason) {
       // The attempt is history before the subscription ends: ended first, a crash between the two would leave a
       // subscription cancelled as delivered with no delivery in its history, and nothing would deliver it again.
       await recorded.catch(() => undefined);
-      // The write, then the view's read of it, each within KAFKA_TIMEOUT_MS (as before the store did both).
-      const within = 2 * this.deps.kafkaTimeoutMs;
-      await untilDone(signal, this.step('end the subscription'), () =>
-        this.deps.subscriptions.end(sub, reason, within),
-      );
+      await this.ends.end(sub, reason, signal);
     }
     return { ...result, retryInMs };
   }
@@ -313,39 +311,6 @@ export class DeliveryLane {
   /** what a log line names a callback by */
   private named(message: CallbackParts) {
     return { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
-  }
-
-  /**
-   * A `once` task subscription gets the task's outcome, which comes once: dead-lettered, it has nothing left to wait
-   * for. Ended (`dead-lettered`), it is forgotten a window later, with its task and its history; left active, it
-   * outlived both, saying nothing of why.
-   */
-  private async endIfOutcomeLost(signal: AbortSignal): Promise<void> {
-    const sub = this.deps.subscriptions.get(this.subscriptionId);
-    if (sub?.status !== 'active' || sub.mode !== 'once' || sub.taskId === undefined) return;
-    const within = 2 * this.deps.kafkaTimeoutMs;
-    await untilDone(signal, this.step('end the subscription'), () =>
-      this.deps.subscriptions.end(sub, 'dead-lettered', within),
-    );
-  }
-
-  /**
-   * A callback an earlier owner did: a bridge that died between its once callback (or dead letter) and the end of
-   * the subscription left that end unwritten, and a once subscription left active would never end. Written here, as
-   * that bridge would have.
-   */
-  private async endAfterEarlierOwner(done: DoneOutcome, signal: AbortSignal): Promise<void> {
-    // Read as an attempt reads it: a view synced within the lease, or a taken-over partition's stale view would
-    // rewrite an end already written (a user's cancel among them) as this one.
-    const waiting = this.clearance.wait(signal);
-    if (waiting) await waiting;
-    if (done === 'dead-lettered') return this.endIfOutcomeLost(signal);
-    const sub = this.deps.subscriptions.get(this.subscriptionId);
-    if (sub?.status !== 'active' || sub.mode !== 'once') return;
-    const within = 2 * this.deps.kafkaTimeoutMs;
-    await untilDone(signal, this.step('end the subscription'), () =>
-      this.deps.subscriptions.end(sub, 'delivered-once', within),
-    );
   }
 
   /** a Kafka step of this lane, as its retries log it (until-done.ts) */
