@@ -4,6 +4,8 @@ import { problem, type ProblemDetail } from '../problems/problem-detail';
 
 /** The fields of the tracking resource that name the task itself. */
 const ID_FIELDS = ['UUID', 'taskId', 'key'] as const;
+/** Fields of the server's that never change: one sent changed asks for a change no PATCH makes. */
+const FIXED_FIELDS = ['type', 'topic', 'partition', 'offset'] as const;
 
 const hrefs = (value: unknown): string[] | undefined => {
   const links = Array.isArray(value) ? (value as unknown[]) : [value];
@@ -17,8 +19,9 @@ const hrefs = (value: unknown): string[] | undefined => {
 
 /**
  * A PATCH may send back the representation GET gave, its status edited (the README's PATCH rule): the server's
- * fields are dropped, but an id naming another task, or a link that is not the task's current one, is an error,
- * never ignored. `current` is the task's representation now.
+ * fields that change as the task runs (progress, attempt, times) are dropped, as a client's copy may be behind. An id
+ * naming another task, a field that never changes sent changed (its type, where its events are), or a link that is
+ * not the task's current one, is an error, never ignored. `current` is the task's representation now.
  */
 export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return [];
@@ -28,6 +31,15 @@ export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
     if (name in sent && sent[name] !== current[name]) {
       errors.push(
         problem('invalid-field', `/${name} must be ${String(current[name])}, the task in the path`, {
+          instance: `/${name}`,
+        }),
+      );
+    }
+  }
+  for (const name of FIXED_FIELDS) {
+    if (name in sent && sent[name] !== current[name]) {
+      errors.push(
+        problem('invalid-field', `/${name} is ${JSON.stringify(current[name])} and never changes`, {
           instance: `/${name}`,
         }),
       );

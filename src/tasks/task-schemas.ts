@@ -135,7 +135,8 @@ export const statusPatchSchema: Schema = {
   type: 'object',
   description:
     'The only change a task accepts: cancelling it. The representation GET gave may be sent back with its status ' +
-    "edited: its other fields are the server's and are dropped, but an id or link naming anything else is 400.",
+    "edited: its other fields are the server's and are dropped, but an id or link naming anything else, or a " +
+    'field that never changes (type, topic, partition, offset) sent changed, is 400.',
   properties: { ...serverSetFields, status: { const: 'cancelled' } },
   required: ['status'],
   additionalProperties: false,

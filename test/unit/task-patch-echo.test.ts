@@ -55,6 +55,24 @@ test("another task's id, or a changed link, is 400 naming it; nothing is cancell
   expect(api.tasks.cancelRequested(task.taskId as string)).toBe(false);
 });
 
+test('a field that never changes (type, where the events are) sent changed is 400 naming it, not dropped', async () => {
+  const task = await readTask();
+  const res = await patch(task.taskId, {
+    ...task,
+    status: 'cancelled',
+    type: 'order-report',
+    offset: 0,
+    partition: 99,
+  });
+  expect(res.status).toBe(400);
+  expect(res.body.errors.map((e: { instance: string }) => e.instance)).toEqual(['/type', '/partition', '/offset']);
+  expect(res.body.errors[0].detail).toBe('/type is "countdown" and never changes');
+  expect(api.tasks.cancelRequested(task.taskId as string)).toBe(false);
+  // The fields that move as the task runs may be behind the task's: they are dropped.
+  const behind = { ...task, status: 'cancelled', attempt: 7, updatedAt: '2000-01-01T00:00:00.000Z', progress: null };
+  expect((await patch(task.taskId, behind)).status).toBe(202);
+});
+
 test('a field no task has is still 400; another tenant still gets 404', async () => {
   const task = await readTask();
   const res = await patch(task.taskId, { status: 'cancelled', colour: 'blue' });
