@@ -202,6 +202,7 @@ export class DeliveryLane {
     // Delivered (or dead-lettered) before its event came back to the group: not sent again.
     const done = this.deps.delivered?.outcomeOf(message.webhookId);
     if (done !== undefined) {
+      // Its subscription is read as an attempt reads it, from a view synced within the lease (SubscriptionEnds).
       const waiting = this.clearance.wait(signal);
       if (waiting) await waiting;
       return this.ends.afterEarlierOwner(done, signal);
