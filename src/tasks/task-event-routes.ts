@@ -120,7 +120,7 @@ function wantsEventStream(request: FastifyRequest): boolean {
 /**
  * HEAD of the stream: GET's status and head, never a stream. GET answers 204 when a task that had ended has no event
  * after the cursor, which one event's page tells. The head goes out raw: Fastify would add `Content-Length: 0`, which
- * RFC 9110 §8.6 forbids where GET's body would not be empty, and §8.6 forbids on any 204.
+ * RFC 9110 §8.6 forbids on a 204, and which on a 200 would misstate GET's body (a stream, never empty).
  */
 async function eventStreamHead(deps: TaskEventRouteDeps, reply: FastifyReply, task: TaskSnapshot, from: bigint) {
   const ended = isFinal(task.status) && (await readTaskEventPage(deps, task, from, 1)).events.length === 0;

@@ -27,23 +27,12 @@ export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return [];
   const sent = body as Record<string, unknown>;
   const errors: ProblemDetail[] = [];
-  for (const name of ID_FIELDS) {
-    if (name in sent && sent[name] !== current[name]) {
-      errors.push(
-        problem('invalid-field', `/${name} must be ${String(current[name])}, the task in the path`, {
-          instance: `/${name}`,
-        }),
-      );
-    }
-  }
-  for (const name of FIXED_FIELDS) {
-    if (name in sent && sent[name] !== current[name]) {
-      errors.push(
-        problem('invalid-field', `/${name} is ${JSON.stringify(current[name])} and never changes`, {
-          instance: `/${name}`,
-        }),
-      );
-    }
+  for (const name of [...ID_FIELDS, ...FIXED_FIELDS]) {
+    if (!(name in sent) || sent[name] === current[name]) continue;
+    const why = (ID_FIELDS as readonly string[]).includes(name)
+      ? `must be ${String(current[name])}, the task in the path`
+      : `is ${JSON.stringify(current[name])} and never changes`;
+    errors.push(problem('invalid-field', `/${name} ${why}`, { instance: `/${name}` }));
   }
   const links = sent._links;
   if (links === undefined) return errors;
