@@ -12,6 +12,7 @@ import { docsPage } from './docs/docs-page';
 import { openApiDocumentRoute, openApiPlugin } from './docs/openapi-plugin';
 import { halPlugin } from './http/hal-plugin';
 import { hostRequiredPlugin } from './http/host-required';
+import { uuidParamsPlugin } from './http/uuid-ids';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
 import { closingAnswerPlugin } from './http/closing-answer';
@@ -116,6 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(methodsPlugin);
   await app.register(contentNegotiationPlugin);
   await app.register(authPlugin, { keys: deps.apiKeys.byKey });
+  await app.register(uuidParamsPlugin);
   // Before selection, so it sees the body as the route made it: HAL even when `fields` leaves out _links.
   await app.register(halPlugin);
   await app.register(selectionPlugin);

@@ -1,3 +1,4 @@
+import { canonicalId } from '../http/uuid-ids';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody, listedFailures } from '../http/bulk';
@@ -242,7 +243,7 @@ export function collectionRoutes(app: FastifyInstance, resource: RegisteredResou
     }
     const m = selfPattern.exec(own);
     if (!m) return { detail, error: invalidField(pointer, `must be ${path}/<id>, with no trailing / or query`) };
-    return { id: m[1], href };
+    return { id: canonicalId(m[1]), href };
   }
 }
 

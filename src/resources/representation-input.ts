@@ -1,3 +1,4 @@
+import { canonicalId } from '../http/uuid-ids';
 import { ownPath } from '../http/own-href';
 import { pointerToken } from '../lib/ill-formed-text';
 import { invalidField, type ProblemDetail } from '../problems/problem-detail';
@@ -111,13 +112,14 @@ function sentBack(
   const errors: ProblemDetail[] = [];
   for (const field of ['id', '_links', ...SERVER_FIELDS])
     if (!Object.hasOwn(decl.properties, field)) delete input[field];
-  if (Object.hasOwn(body, 'id') && body.id !== id) {
+  if (Object.hasOwn(body, 'id') && (typeof body.id === 'string' ? canonicalId(body.id) : body.id) !== id) {
     errors.push(invalidField('/id', `is ${JSON.stringify(body.id)}, not the ${decl.name} in the path`));
   }
   const links = body._links;
   if (links === undefined) return { input, errors };
   if (!isObject(links)) return { input, errors: [...errors, invalidField('/_links', 'must be an object of links')] };
-  if (links.self !== undefined && linkPath(links.self, bases) !== `/${decl.collection}/${id}`) {
+  const self = linkPath(links.self, bases);
+  if (links.self !== undefined && self?.replace(/[^/]*$/, canonicalId) !== `/${decl.collection}/${id}`) {
     errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
   }
   return { input, errors, links };

@@ -1,3 +1,4 @@
+import { canonicalId } from '../http/uuid-ids';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
 import { validationErrors } from '../problems/validation';
 import type { RegisteredResource } from './resource-registry';
@@ -64,7 +65,7 @@ function resolveRelations(
   const relationErrors: ProblemDetail[] = [];
   for (const [rel, r] of Object.entries(resource.decl.relations)) {
     if (data[rel] === undefined) continue;
-    const strip = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);
+    const strip = (ref: string) => canonicalId(ref.slice(ref.lastIndexOf('/') + 1));
     const ids = r.many ? (data[rel] as string[]).map(strip) : [strip(data[rel] as string)];
     const held = new Set<unknown>([before?.[rel]].flat());
     ids.forEach((id, i) => {

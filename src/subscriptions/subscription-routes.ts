@@ -1,3 +1,4 @@
+import { canonicalId } from '../http/uuid-ids';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { tenantOf } from '../http/auth';
@@ -128,7 +129,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         errors,
       });
     const tenant = tenantOf(request);
-    const { taskId } = body;
+    const taskId = body.taskId === undefined ? undefined : canonicalId(body.taskId);
     const task = taskId === undefined ? undefined : deps.tasks.get(taskId);
     if (taskId !== undefined && (!task || task.tenant !== tenant)) {
       throw new ProblemError('validation-failed', 'The task to subscribe to does not exist.', {

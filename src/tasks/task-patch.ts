@@ -1,3 +1,4 @@
+import { canonicalId } from '../http/uuid-ids';
 import type { Hal, Link } from '../http/hal';
 import { pointerToken } from '../lib/ill-formed-text';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
@@ -28,7 +29,8 @@ export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
   const sent = body as Record<string, unknown>;
   const errors: ProblemDetail[] = [];
   for (const name of [...ID_FIELDS, ...FIXED_FIELDS]) {
-    if (!(name in sent) || sent[name] === current[name]) continue;
+    const given = sent[name];
+    if (!(name in sent) || (typeof given === 'string' ? canonicalId(given) : given) === current[name]) continue;
     const why = (ID_FIELDS as readonly string[]).includes(name)
       ? `must be ${String(current[name])}, the task in the path`
       : `is ${JSON.stringify(current[name])} and never changes`;
