@@ -15,7 +15,7 @@ import { hostRequiredPlugin } from './http/host-required';
 import { uuidParamsPlugin } from './http/uuid-ids';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
-import { closingAnswerPlugin } from './http/closing-answer';
+import { closingAnswerPlugin, drainPlugin } from './http/closing-answer';
 import { problemPlugin, sendProblem } from './http/problem-plugin';
 import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
@@ -135,5 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { readiness: deps.readiness });
   if (deps.resources) await app.register(resourceRoutes, deps.resources);
   for (const r of deps.routes ?? []) await app.register(r.plugin);
+  // Last: its preClose hook runs after the routes' have ended their waits and streams.
+  await app.register(drainPlugin);
   return app;
 }

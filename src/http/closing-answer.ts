@@ -1,18 +1,38 @@
+import type { Server } from 'node:http';
+import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../problems/problem-error';
 import { addRequestStep } from './convention-hooks';
 
 /**
+ * How long a closing server waits for its kept-alive connections to bring their next request (or close) before it
+ * closes the idle ones. A client sending on a connection just as the server closes it gets a reset, and cannot tell
+ * whether its POST was taken; one that sends within the drain gets the 503 below, which closes the connection.
+ */
+export const DRAIN_LIMIT_MS = 1000;
+
+const connectionsOf = new WeakMap<Server, Set<Socket>>();
+
+/**
  * A request that reaches a server already closing (on a kept-alive connection) is a 503 Problem like any other:
  * Fastify's own answer (`return503OnClosing`) is plain JSON with no Retry-After and no request id, which a client
- * branching on application/problem+json would not take for "try again". Fastify closes the connection after it.
+ * branching on application/problem+json would not take for "try again". The answer closes the connection.
  */
 export const closingAnswerPlugin = fp(
   async (app: FastifyInstance) => {
     let closing = false;
+    const connections = new Set<Socket>();
+    connectionsOf.set(app.server, connections);
+    app.server.on('connection', (socket: Socket) => {
+      connections.add(socket);
+      socket.once('close', () => connections.delete(socket));
+    });
     app.addHook('preClose', async () => {
       closing = true;
+      // net's close, not http's: both stop taking connections, but http's (Node ≥ 19) also closes the idle ones at
+      // once, which is what the drain (drainPlugin) comes first to avoid. Fastify's own close of the server follows.
+      if (app.server.listening) NetServer.prototype.close.call(app.server);
     });
     addRequestStep(app, () => {
       if (!closing) return;
@@ -23,3 +43,32 @@ export const closingAnswerPlugin = fp(
   },
   { name: 'hookstream-closing-answer' },
 );
+
+/**
+ * The drain: the last step of a close before the server's connections are closed. Fastify runs the root's preClose
+ * hooks, then each child context's in the order they were registered; this one is a child registered after the
+ * routes (so not wrapped in fastify-plugin), so their hooks have ended the waits and streams (which would hold their
+ * connections) when it begins. It ends once no connection is open, or after DRAIN_LIMIT_MS.
+ */
+export async function drainPlugin(app: FastifyInstance): Promise<void> {
+  app.addHook('preClose', async () => {
+    const connections = connectionsOf.get(app.server);
+    const deadline = Date.now() + DRAIN_LIMIT_MS;
+    while (connections !== undefined && connections.size > 0 && Date.now() < deadline) {
+      await anyClosed([...connections], deadline - Date.now());
+    }
+  });
+}
+
+/** Resolves when one of the sockets closes, or after `ms`. */
+function anyClosed(sockets: Socket[], ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const finish = () => {
+      clearTimeout(timer);
+      for (const s of sockets) s.off('close', finish);
+      resolve();
+    };
+    const timer = setTimeout(finish, Math.max(0, ms));
+    for (const s of sockets) s.once('close', finish);
+  });
+}

@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { TENANT_A_KEY } from '../support/api-keys';
+import { until } from '../support/until';
 
 /*
  * A request that reaches a server already closing, on a connection kept alive, gets a Problem saying to try again,
@@ -66,4 +67,72 @@ test('a request arriving while the server closes is a 503 Problem with Retry-Aft
   expect(head).toMatch(/\r\nx-request-id: second\r\n/i);
   expect(head).toMatch(/\r\nconnection: close\r\n/i);
   expect(JSON.parse(body)).toMatchObject({ status: 503, logref: 'second', instance: '/slow' });
+});
+
+/*
+ * A closing server stops taking connections, and a connection kept alive that brings its next request within the
+ * drain is answered (the 503 above, closing it) instead of being cut: a client that sent on an idle connection the
+ * server then closed gets a reset, and cannot tell whether its POST was taken. Node closes idle connections as its
+ * server closes; the drain comes first.
+ */
+test('a kept-alive connection idle as the server closes is answered, not reset, when it sends next', async () => {
+  const app = await buildApp({
+    logger: createLogger('silent'),
+    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
+    bodyLimitBytes: 1024,
+    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+  let reset: Error | undefined;
+  socket.on('error', (err) => (reset = err));
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const request = (id: string) => `GET /health/live HTTP/1.1\r\nhost: localhost\r\nx-request-id: ${id}\r\n\r\n`;
+  socket.write(request('first'));
+  await until(async () => /\r\n\r\n/.test(received) || undefined);
+  const closed = app.close();
+  // The close has begun once no new connection is taken; the kept-alive one is idle then.
+  await until(async () => ((await accepts(port)) ? undefined : true));
+  socket.write(request('second'));
+  await Promise.all([closed, ended]);
+  expect(reset).toBeUndefined();
+  const answers = received.split(/(?=HTTP\/1\.1 )/);
+  expect(answers.map((a) => a.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
+  expect(answers[1]).toMatch(/\r\nconnection: close\r\n/i);
+  expect(answers[1]).toMatch(/\r\nx-request-id: second\r\n/i);
+});
+
+/** Whether a new connection to the port is taken (and then closed again). */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(port, '127.0.0.1');
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+}
+
+test('a kept-alive connection that sends nothing more is closed at the end of the drain; the close completes', async () => {
+  const app = await buildApp({
+    logger: createLogger('silent'),
+    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
+    bodyLimitBytes: 1024,
+    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  socket.write('GET /health/live HTTP/1.1\r\nhost: localhost\r\n\r\n');
+  await until(async () => /\r\n\r\n/.test(received) || undefined);
+  await app.close();
+  await ended;
+  expect(received).toMatch(/^HTTP\/1\.1 200 /);
 });
