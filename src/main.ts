@@ -138,7 +138,11 @@ async function main(): Promise<void> {
     const { logFile, pid } = broker;
     void broker.died.then(() => {
       if (stopping) return;
-      logger.error({ pid, log: logFile }, 'the embedded Kafka broker exited on its own; hookstream stops too');
+      // Not `pid`: the logger's own names this process.
+      logger.error(
+        { brokerWatchdogPid: pid, log: logFile },
+        'the embedded Kafka broker exited on its own; hookstream stops too',
+      );
       void shutdown('embedded Kafka exited', 1);
     });
   }

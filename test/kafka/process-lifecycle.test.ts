@@ -145,6 +145,12 @@ describe('process lifecycle', () => {
         expect(await app.exited).toBe(1);
         expect(app.output()).toContain('the embedded Kafka broker exited on its own; hookstream stops too');
         expect(app.output()).toContain(join(cacheDir, 'data', 'default', 'broker.log'));
+        // One JSON line whose `pid` is still this process's: the broker's is named apart, not a second `pid` key.
+        const line = app
+          .output()
+          .split('\n')
+          .find((l) => l.includes('exited on its own')) as string;
+        expect(JSON.parse(line)).toMatchObject({ pid: app.child.pid, brokerWatchdogPid: expect.any(Number) });
       } finally {
         app.child.kill('SIGKILL');
         if (java > 0) await gone(java, 30000);
