@@ -27,6 +27,8 @@ export function deadLetterRecords(
     subscriptionId,
     webhookId: message.webhookId,
     event: message.event,
+    // As every attempt of the callback names its task (delivery-lanes.ts), so the history's last record does too.
+    taskId: message.taskId || undefined,
     attempt: attempts,
     at,
     outcome: 'dead-lettered',

@@ -198,6 +198,19 @@ describe('DeliveryLane', () => {
     expect(keys.map((k) => k.split('/').slice(2).join('/'))).toEqual([`${run}/1`, `${run}/2`, `${run}/dead-lettered`]);
   });
 
+  test("a task event's dead letter names its task in the history, as its attempts do", async () => {
+    const { agent, subscriptions, deps, publisher } = setup(1);
+    subscriptions.set('s1', subscription('s1'));
+    receiver(agent, '/s1', [500], []);
+    const lane = new DeliveryLane('s1', deps, { onIdle: () => undefined });
+    await lane.enqueue({ ...parts('s1', 1), taskId: 't-7' }, new AbortController().signal);
+    const history = publisher.on('deliveries').map((r) => JSON.parse(String(r.value)));
+    expect(history.map((a) => [a.outcome, a.taskId])).toEqual([
+      ['failed', 't-7'],
+      ['dead-lettered', 't-7'],
+    ]);
+  });
+
   test('an attempt on the wire when its event is handed back is still recorded: it happened', async () => {
     const { agent, subscriptions, deps, publisher } = setup();
     subscriptions.set('s1', subscription('s1'));
