@@ -15,7 +15,7 @@ import { hostRequiredPlugin } from './http/host-required';
 import { uuidParamsPlugin } from './http/uuid-ids';
 import { methodsPlugin } from './http/methods';
 import { metricsPlugin, metricsRoute } from './http/metrics-plugin';
-import { closingAnswerPlugin, drainPlugin } from './http/closing-answer';
+import { closingAnswerPlugin, drainPlugin, type DrainBounds } from './http/closing-answer';
 import { problemPlugin, sendProblem } from './http/problem-plugin';
 import { MAX_PARAM_LENGTH, routerErrorProblem } from './http/router-errors';
 import { requestIdOf, requestIdPlugin } from './http/request-id';
@@ -43,6 +43,8 @@ export interface AppDeps {
   tracer?: Tracer;
   /** the service's registry: GET /metrics, and every response timed */
   metrics?: Metrics;
+  /** how long a closing server waits for kept-alive connections (closing-answer.ts); its defaults when not given */
+  drain?: DrainBounds;
   /** further route plugins (tasks, subscriptions), each with the conventions applied */
   routes?: { plugin: (app: FastifyInstance) => Promise<void>; collections: string[] }[];
 }
@@ -136,6 +138,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.resources) await app.register(resourceRoutes, deps.resources);
   for (const r of deps.routes ?? []) await app.register(r.plugin);
   // Last: its preClose hook runs after the routes' have ended their waits and streams.
-  await app.register(drainPlugin);
+  await app.register(drainPlugin, deps.drain ?? {});
   return app;
 }

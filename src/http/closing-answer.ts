@@ -6,13 +6,32 @@ import { ProblemError } from '../problems/problem-error';
 import { addRequestStep } from './convention-hooks';
 
 /**
- * How long a closing server waits for its kept-alive connections to bring their next request (or close) before it
- * closes the idle ones. A client sending on a connection just as the server closes it gets a reset, and cannot tell
- * whether its POST was taken; one that sends within the drain gets the 503 below, which closes the connection.
+ * How long a closing server waits at most for its kept-alive connections to bring their next request (or close)
+ * before it closes the idle ones. A client sending on a connection just as the server closes it gets a reset, and
+ * cannot tell whether its POST was taken; one that sends within the drain gets the 503 below, which closes the
+ * connection.
  */
 export const DRAIN_LIMIT_MS = 1000;
+/**
+ * The drain ends sooner once no request has come for this long: clients that keep sending have each been answered
+ * and their connections closed by then (they send again within milliseconds), and a process whose clients sit idle
+ * does not wait the whole limit at every stop.
+ */
+export const DRAIN_QUIET_MS = 200;
 
-const connectionsOf = new WeakMap<Server, Set<Socket>>();
+/** The drain's bounds: DRAIN_LIMIT_MS and DRAIN_QUIET_MS unless given. */
+export interface DrainBounds {
+  limitMs?: number;
+  quietMs?: number;
+}
+
+interface Connections {
+  open: Set<Socket>;
+  /** when a request last came while the server was closing */
+  lastRequestAt: number;
+}
+
+const connectionsOf = new WeakMap<Server, Connections>();
 
 /**
  * A request that reaches a server already closing (on a kept-alive connection) is a 503 Problem like any other:
@@ -22,11 +41,11 @@ const connectionsOf = new WeakMap<Server, Set<Socket>>();
 export const closingAnswerPlugin = fp(
   async (app: FastifyInstance) => {
     let closing = false;
-    const connections = new Set<Socket>();
+    const connections: Connections = { open: new Set(), lastRequestAt: 0 };
     connectionsOf.set(app.server, connections);
     app.server.on('connection', (socket: Socket) => {
-      connections.add(socket);
-      socket.once('close', () => connections.delete(socket));
+      connections.open.add(socket);
+      socket.once('close', () => connections.open.delete(socket));
     });
     app.addHook('preClose', async () => {
       closing = true;
@@ -36,6 +55,7 @@ export const closingAnswerPlugin = fp(
     });
     addRequestStep(app, () => {
       if (!closing) return;
+      connections.lastRequestAt = Date.now();
       throw new ProblemError('not-ready', 'This instance is shutting down; send the request again.', {
         headers: { 'retry-after': '1', connection: 'close' },
       });
@@ -48,14 +68,23 @@ export const closingAnswerPlugin = fp(
  * The drain: the last step of a close before the server's connections are closed. Fastify runs the root's preClose
  * hooks, then each child context's in the order they were registered; this one is a child registered after the
  * routes (so not wrapped in fastify-plugin), so their hooks have ended the waits and streams (which would hold their
- * connections) when it begins. It ends once no connection is open, or after DRAIN_LIMIT_MS.
+ * connections) when it begins. It ends once no connection is open, once no request has come for `quietMs`, or after
+ * `limitMs`.
  */
-export async function drainPlugin(app: FastifyInstance): Promise<void> {
+export async function drainPlugin(
+  app: FastifyInstance,
+  { limitMs = DRAIN_LIMIT_MS, quietMs = DRAIN_QUIET_MS }: DrainBounds,
+): Promise<void> {
   app.addHook('preClose', async () => {
     const connections = connectionsOf.get(app.server);
-    const deadline = Date.now() + DRAIN_LIMIT_MS;
-    while (connections !== undefined && connections.size > 0 && Date.now() < deadline) {
-      await anyClosed([...connections], deadline - Date.now());
+    if (connections === undefined) return;
+    const began = Date.now();
+    const deadline = began + limitMs;
+    for (;;) {
+      const quietUntil = Math.max(began, connections.lastRequestAt) + quietMs;
+      const until = Math.min(deadline, quietUntil);
+      if (connections.open.size === 0 || Date.now() >= until) return;
+      await anyClosed([...connections.open], until - Date.now());
     }
   });
 }

@@ -81,6 +81,8 @@ test('a kept-alive connection idle as the server closes is answered, not reset, 
     apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
     bodyLimitBytes: 1024,
     readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+    // Long enough for this test to notice the close and send on a machine however busy; ends when the client leaves.
+    drain: { limitMs: 20000, quietMs: 20000 },
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
@@ -117,7 +119,7 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-test('a kept-alive connection that sends nothing more is closed at the end of the drain; the close completes', async () => {
+test('a kept-alive connection that sends nothing more is closed once the drain is quiet; the close completes', async () => {
   const app = await buildApp({
     logger: createLogger('silent'),
     apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
