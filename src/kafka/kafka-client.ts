@@ -3,7 +3,8 @@ import { connect } from 'node:net';
 import type { Logger } from '../logger';
 
 export interface KafkaClientOptions {
-  brokers: string[];
+  /** `host:port` each; asked again whenever a client (a producer made anew, a reader) bootstraps */
+  brokers: string[] | (() => string[]);
   clientId: string;
   timeoutMs: number;
   logger: Logger;

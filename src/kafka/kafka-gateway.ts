@@ -65,8 +65,12 @@ export interface KafkaGateway extends ViewSource {
 
 export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaGateway> {
   const logger = options.logger.child({ component: 'kafka' });
+  // The bootstrap brokers, then the brokers the cluster named (learned below). Every producer made anew (after a
+  // failed transaction) bootstraps again: through an alias (a load balancer, a DNS name) that went away alone, it
+  // could not, and every write failed while the brokers served.
+  let bootstrap = [...options.brokers];
   const kafka = createKafkaClient({
-    brokers: options.brokers,
+    brokers: () => bootstrap,
     clientId: `hookstream-${options.processName}`,
     timeoutMs: options.timeoutMs,
     logger,
@@ -81,6 +85,11 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     await admin.connect();
     await ensureTopics(admin, topics, options.partitions);
     await partitions.load(Object.values(topics));
+    const { brokers } = await admin.describeCluster();
+    health.alsoProbe(brokers.map((b) => `${b.host.includes(':') ? `[${b.host}]` : b.host}:${b.port}`));
+    // kafkajs splits a bootstrap address at its first colon: an IPv6 host is left to the metadata, as it is now.
+    const named = brokers.filter((b) => !b.host.includes(':')).map((b) => `${b.host}:${b.port}`);
+    bootstrap = [...new Set([...options.brokers, ...named])];
   } catch (err) {
     // Start-up tries again (src/startup/): a failed attempt leaves no probe or connection behind.
     health.stop();

@@ -14,24 +14,26 @@ const ANSWER_TIMEOUT_MS = 2000;
 const SILENT_PROBES_FOR_DOWN = 2;
 
 /**
- * Knows whether any bootstrap broker serves: within about a second when it is
- * down (the connection is refused), within SILENT_PROBES_FOR_DOWN probes when it
- * hangs (a stopped process still has its connections accepted by the kernel, so a
- * connect alone said "up" for a broker that answered nothing). Requests that
- * need Kafka consult it so they fail fast with 503 instead of waiting out the
- * client's retries while the broker is down.
+ * Knows whether any broker serves, a bootstrap one or one the cluster named (alsoProbe): within about a second when
+ * all are down (the connection is refused), within SILENT_PROBES_FOR_DOWN probes when they hang (a stopped process
+ * still has its connections accepted by the kernel, so a connect alone said "up" for a broker that answered nothing).
+ * Requests that need Kafka consult it so they fail fast with 503 instead of waiting out the client's retries while
+ * the brokers are down.
  */
 export class KafkaHealth {
   private reachable = true;
   private timer: NodeJS.Timeout | undefined;
   private probing = false;
   private silentProbes = 0;
+  private brokers: string[];
 
   constructor(
-    private readonly brokers: string[],
+    bootstrap: string[],
     private readonly intervalMs = 1000,
     private readonly answerTimeoutMs = ANSWER_TIMEOUT_MS,
-  ) {}
+  ) {
+    this.brokers = [...bootstrap];
+  }
 
   get up(): boolean {
     return this.reachable;
@@ -44,6 +46,15 @@ export class KafkaHealth {
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+  }
+
+  /**
+   * Brokers the cluster's metadata names (their advertised addresses, which the Kafka client uses once it has read
+   * the metadata), probed besides the bootstrap ones: a bootstrap address that is only an alias (a load balancer, a
+   * DNS name) going away leaves the brokers serving, and writes must not be refused for it.
+   */
+  alsoProbe(brokers: string[]): void {
+    this.brokers = [...new Set([...this.brokers, ...brokers])];
   }
 
   /** Lets a failed write mark Kafka down before the next probe does. */

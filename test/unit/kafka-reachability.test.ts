@@ -87,6 +87,13 @@ describe('KafkaHealth', () => {
     expect(await new KafkaHealth([closed], 1000, 300).probe()).toBe(false);
   });
 
+  test('a bootstrap address gone while a broker the cluster named answers is up: the alias is not the cluster', async () => {
+    const health = new KafkaHealth([closed], 1000, 300);
+    expect(await health.probe()).toBe(false);
+    health.alsoProbe([open, closed]);
+    expect(await health.probe()).toBe(true);
+  });
+
   test('probes on its interval until stopped', async () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
     try {
