@@ -13,9 +13,18 @@ export function canonicalId(id: string): string {
   return id.length === 36 && UPPER.test(id) && UUID_FORM.test(id) ? id.toLowerCase() : id;
 }
 
+/** A path (an href sent back) with each segment in UUID form in lower case. */
+export function canonicalPath(path: string): string {
+  return path.split('/').map(canonicalId).join('/');
+}
+
+/** A path parameter that names something by its id (`id`, `taskId`); a name (a task type's) is kept as sent. */
+const isIdParam = (name: string) => name === 'id' || name.endsWith('Id');
+
 /**
  * A path's ids (`/tasks/{taskId}`, `/orders/{id}`) in their canonical case before any route reads them, so a task
- * copied in upper case is found, and its links and Problems name it as the service wrote it.
+ * copied in upper case is found, and its links and fields name it as the service wrote it. A Problem's `instance`
+ * stays the path as it was requested.
  */
 export const uuidParamsPlugin = fp(
   async (app: FastifyInstance) => {
@@ -24,7 +33,7 @@ export const uuidParamsPlugin = fp(
       if (params === undefined || params === null) return;
       for (const name in params) {
         const value = params[name];
-        if (typeof value === 'string' && value.length === 36) params[name] = canonicalId(value);
+        if (typeof value === 'string' && value.length === 36 && isIdParam(name)) params[name] = canonicalId(value);
       }
     });
   },

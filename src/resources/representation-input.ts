@@ -1,4 +1,4 @@
-import { canonicalId } from '../http/uuid-ids';
+import { canonicalId, canonicalPath } from '../http/uuid-ids';
 import { ownPath } from '../http/own-href';
 import { pointerToken } from '../lib/ill-formed-text';
 import { invalidField, type ProblemDetail } from '../problems/problem-detail';
@@ -119,7 +119,7 @@ function sentBack(
   if (links === undefined) return { input, errors };
   if (!isObject(links)) return { input, errors: [...errors, invalidField('/_links', 'must be an object of links')] };
   const self = linkPath(links.self, bases);
-  if (links.self !== undefined && self?.replace(/[^/]*$/, canonicalId) !== `/${decl.collection}/${id}`) {
+  if (links.self !== undefined && (self === undefined || canonicalPath(self) !== `/${decl.collection}/${id}`)) {
     errors.push(invalidField('/_links/self/href', `must name /${decl.collection}/${id}, the ${decl.name} in the path`));
   }
   return { input, errors, links };

@@ -1,3 +1,4 @@
+import { canonicalId } from '../http/uuid-ids';
 import type { ResourceRegistry } from './resource-registry';
 import type { ResourceStore } from './resource-store';
 
@@ -13,10 +14,21 @@ export async function seedResources(registry: ResourceRegistry, store: ResourceS
           op: 'create' as const,
           collection: decl.collection,
           name: decl.name,
-          id: s.id,
-          data: s.fields,
+          // A seed is found as any resource is: an id or relation in UUID form, in lower case (uuid-ids.ts).
+          id: canonicalId(s.id),
+          data: withCanonicalRelations(s.fields, Object.keys(decl.relations)),
         })),
   );
   if (writes.length > 0) await store.write(writes);
   return writes.length;
+}
+
+function withCanonicalRelations(fields: Record<string, unknown>, relations: string[]): Record<string, unknown> {
+  const out = { ...fields };
+  for (const rel of relations) {
+    const value = out[rel];
+    if (typeof value === 'string') out[rel] = canonicalId(value);
+    else if (Array.isArray(value)) out[rel] = value.map((v) => (typeof v === 'string' ? canonicalId(v) : v));
+  }
+  return out;
 }

@@ -1,4 +1,4 @@
-import { canonicalId } from '../http/uuid-ids';
+import { canonicalId, canonicalPath } from '../http/uuid-ids';
 import type { Hal, Link } from '../http/hal';
 import { pointerToken } from '../lib/ill-formed-text';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
@@ -29,9 +29,10 @@ export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
   const sent = body as Record<string, unknown>;
   const errors: ProblemDetail[] = [];
   for (const name of [...ID_FIELDS, ...FIXED_FIELDS]) {
+    const isId = (ID_FIELDS as readonly string[]).includes(name);
     const given = sent[name];
-    if (!(name in sent) || (typeof given === 'string' ? canonicalId(given) : given) === current[name]) continue;
-    const why = (ID_FIELDS as readonly string[]).includes(name)
+    if (!(name in sent) || (isId && typeof given === 'string' ? canonicalId(given) : given) === current[name]) continue;
+    const why = isId
       ? `must be ${String(current[name])}, the task in the path`
       : `is ${JSON.stringify(current[name])} and never changes`;
     errors.push(problem('invalid-field', `/${name} ${why}`, { instance: `/${name}` }));
@@ -43,7 +44,7 @@ export function echoErrors(body: unknown, current: Hal): ProblemDetail[] {
   }
   for (const [rel, value] of Object.entries(links as Record<string, unknown>)) {
     const now = Object.hasOwn(current._links, rel) ? hrefs(current._links[rel]) : undefined;
-    const given = hrefs(value);
+    const given = hrefs(value)?.map(canonicalPath);
     if (now && given && given.length === now.length && given.every((h, i) => h === now[i])) continue;
     const at = `/_links/${pointerToken(rel)}`;
     errors.push(

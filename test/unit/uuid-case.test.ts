@@ -1,4 +1,8 @@
 import { canonicalId } from '../../src/http/uuid-ids';
+import { ResourceRegistry } from '../../src/resources/resource-registry';
+import { ResourceStore } from '../../src/resources/resource-store';
+import { seedResources } from '../../src/resources/seed';
+import { FakeKafka } from './fakes';
 import { call, inMemoryApi, type InMemoryApi } from './in-memory-api';
 
 /*
@@ -38,6 +42,45 @@ test('a task is found by its id in upper case, and shown with the id it was give
   });
   expect(patched.status).toBe(202);
   expect(patched.body.taskId).toBe(taskId);
+  // The representation GET gave, sent back with its links in upper case, names the same task and the same links.
+  const { body: current } = await call(api.app, `/tasks/${taskId}`);
+  const shouted = JSON.parse(JSON.stringify(current._links).replaceAll(taskId, upper(taskId)));
+  expect(JSON.stringify(shouted)).toContain(upper(taskId));
+  const echoed = await call(api.app, `/tasks/${taskId}`, {
+    method: 'PATCH',
+    body: { _links: shouted, status: 'cancelled' },
+    headers: { 'content-type': 'application/merge-patch+json' },
+  });
+  expect(echoed.status).toBe(202);
+  // A Problem's instance is the path as it was asked for; its detail names the task as the service writes it.
+  const missing = '0193A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B';
+  const notFound = await call(api.app, `/tasks/${missing}`);
+  expect(notFound.status).toBe(404);
+  expect(notFound.body.instance).toBe(`/tasks/${missing}`);
+  expect(notFound.body.detail).toContain(missing.toLowerCase());
+});
+
+test('a name in the path is no id: a task type named in UUID form keeps its case', async () => {
+  const name = '0193A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B';
+  const res = await call(api.app, `/task-types/${name}`);
+  expect(res.status).toBe(404);
+  expect(res.body.detail).toContain(name);
+});
+
+test('a seeded resource whose id is a UUID in upper case is stored, and found, in lower case', async () => {
+  const kafka = new FakeKafka();
+  const store = await ResourceStore.open(kafka, {
+    publisher: kafka.publisher,
+    resourcesTopic: kafka.topics.resources,
+    domainEventsTopic: kafka.topics.domainEvents,
+    timeoutMs: 5000,
+  });
+  const id = '0193A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B';
+  const registry = new ResourceRegistry([
+    { name: 'thing', collection: 'things', properties: {}, required: [], relations: {}, seeds: [{ id, fields: {} }] },
+  ]);
+  expect(await seedResources(registry, store)).toBe(1);
+  expect(store.get('things', id.toLowerCase())).toBeDefined();
 });
 
 test('a subscription to a task named in upper case subscribes to that task, and is found in upper case', async () => {
