@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -27,7 +28,7 @@ export interface DrainBounds {
 
 interface Connections {
   open: Set<Socket>;
-  /** when a request last came while the server was closing */
+  /** when a request last came while the server was closing (performance.now(): a clock step cannot stretch a drain) */
   lastRequestAt: number;
 }
 
@@ -50,12 +51,14 @@ export const closingAnswerPlugin = fp(
     app.addHook('preClose', async () => {
       closing = true;
       // net's close, not http's: both stop taking connections, but http's (Node ≥ 19) also closes the idle ones at
-      // once, which is what the drain (drainPlugin) comes first to avoid. Fastify's own close of the server follows.
+      // once, which is what the drain (drainPlugin) comes first to avoid. Fastify's own close of the server follows
+      // (it takes the ERR_SERVER_NOT_RUNNING that comes of it as closed); the server's 'close' event fires for each.
+      // Nothing here listens for it.
       if (app.server.listening) NetServer.prototype.close.call(app.server);
     });
     addRequestStep(app, () => {
       if (!closing) return;
-      connections.lastRequestAt = Date.now();
+      connections.lastRequestAt = performance.now();
       throw new ProblemError('not-ready', 'This instance is shutting down; send the request again.', {
         headers: { 'retry-after': '1', connection: 'close' },
       });
@@ -78,13 +81,13 @@ export async function drainPlugin(
   app.addHook('preClose', async () => {
     const connections = connectionsOf.get(app.server);
     if (connections === undefined) return;
-    const began = Date.now();
+    const began = performance.now();
     const deadline = began + limitMs;
     for (;;) {
       const quietUntil = Math.max(began, connections.lastRequestAt) + quietMs;
       const until = Math.min(deadline, quietUntil);
-      if (connections.open.size === 0 || Date.now() >= until) return;
-      await anyClosed([...connections.open], until - Date.now());
+      if (connections.open.size === 0 || performance.now() >= until) return;
+      await anyClosed([...connections.open], until - performance.now());
     }
   });
 }

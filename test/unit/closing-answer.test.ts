@@ -125,6 +125,8 @@ test('a kept-alive connection that sends nothing more is closed once the drain i
     apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
     bodyLimitBytes: 1024,
     readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+    // A limit far past the test's own timeout: only the quiet ending lets the close complete in time.
+    drain: { limitMs: 600000, quietMs: 100 },
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
