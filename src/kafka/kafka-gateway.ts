@@ -5,6 +5,7 @@ import { runGroupConsumer } from './group-consumer';
 import { HighWatermarks } from './high-watermarks';
 import { createKafkaClient } from './kafka-client';
 import { KafkaHealth } from './kafka-health';
+import { NamedBrokers } from './named-brokers';
 import { PartitionMap } from './partition-map';
 import { KafkaPartitionReader } from './partition-reader';
 import { readingCluster } from './reader-clusters';
@@ -65,17 +66,14 @@ export interface KafkaGateway extends ViewSource {
 
 export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaGateway> {
   const logger = options.logger.child({ component: 'kafka' });
-  // The bootstrap brokers, then the brokers the cluster named (learned below). Every producer made anew (after a
-  // failed transaction) bootstraps again: through an alias (a load balancer, a DNS name) that went away alone, it
-  // could not, and every write failed while the brokers served.
-  let bootstrap = [...options.brokers];
+  const health = new KafkaHealth(options.brokers);
+  const named = new NamedBrokers(options.brokers, health);
   const kafka = createKafkaClient({
-    brokers: () => bootstrap,
+    brokers: named.list,
     clientId: `hookstream-${options.processName}`,
     timeoutMs: options.timeoutMs,
     logger,
   });
-  const health = new KafkaHealth(options.brokers);
   await health.probe();
   health.start();
   const admin: Admin = kafka.admin();
@@ -85,14 +83,11 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     await admin.connect();
     await ensureTopics(admin, topics, options.partitions);
     await partitions.load(Object.values(topics));
-    const { brokers } = await admin.describeCluster();
-    health.alsoProbe(brokers.map((b) => `${b.host.includes(':') ? `[${b.host}]` : b.host}:${b.port}`));
-    // kafkajs splits a bootstrap address at its first colon: an IPv6 host is left to the metadata, as it is now.
-    const named = brokers.filter((b) => !b.host.includes(':')).map((b) => `${b.host}:${b.port}`);
-    bootstrap = [...new Set([...options.brokers, ...named])];
+    await named.start(admin);
   } catch (err) {
-    // Start-up tries again (src/startup/): a failed attempt leaves no probe or connection behind.
+    // Start-up tries again (src/startup/): a failed attempt leaves no probe, timer or connection behind.
     health.stop();
+    named.stop();
     await admin.disconnect().catch(() => undefined);
     throw err;
   }
@@ -156,6 +151,7 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
       await Promise.all(started.map((v) => v.stop()));
       await publisher.close();
       await highWatermarks.close();
+      named.stop();
       await admin.disconnect().catch(() => undefined);
       health.stop();
     },

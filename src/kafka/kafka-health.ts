@@ -28,7 +28,7 @@ export class KafkaHealth {
   private brokers: string[];
 
   constructor(
-    bootstrap: string[],
+    private readonly bootstrap: string[],
     private readonly intervalMs = 1000,
     private readonly answerTimeoutMs = ANSWER_TIMEOUT_MS,
   ) {
@@ -49,12 +49,11 @@ export class KafkaHealth {
   }
 
   /**
-   * Brokers the cluster's metadata names (their advertised addresses, which the Kafka client uses once it has read
-   * the metadata), probed besides the bootstrap ones: a bootstrap address that is only an alias (a load balancer, a
-   * DNS name) going away leaves the brokers serving, and writes must not be refused for it.
+   * Brokers the cluster's metadata names (named-brokers.ts), probed besides the bootstrap ones, replacing those it
+   * named before: a bootstrap address that is only an alias going away leaves the brokers serving.
    */
   alsoProbe(brokers: string[]): void {
-    this.brokers = [...new Set([...this.brokers, ...brokers])];
+    this.brokers = [...new Set([...this.bootstrap, ...brokers])];
   }
 
   /** Lets a failed write mark Kafka down before the next probe does. */

@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { brokerAnswers } from '../../src/kafka/broker-ping';
 import { KafkaHealth } from '../../src/kafka/kafka-health';
+import { NamedBrokers } from '../../src/kafka/named-brokers';
 import { withKafkaTimeout } from '../../src/kafka/kafka-timeout';
 import { KafkaUnavailableError } from '../../src/kafka/types';
 import { brokersUnreachable } from '../../src/startup/broker-reachable';
@@ -92,6 +93,32 @@ describe('KafkaHealth', () => {
     expect(await health.probe()).toBe(false);
     health.alsoProbe([open, closed]);
     expect(await health.probe()).toBe(true);
+  });
+
+  test('the brokers the cluster names replace those it named before; the bootstrap ones stay first', async () => {
+    const health = new KafkaHealth([closed], 1000, 300);
+    health.alsoProbe([open]);
+    expect(await health.probe()).toBe(true);
+    // The cluster now names another address (a rolling restart): the one before is no longer asked.
+    health.alsoProbe([silent]);
+    expect(await health.probe()).toBe(true); // one silent probe is not yet down
+    expect(await health.probe()).toBe(false);
+  });
+
+  test('NamedBrokers: clients bootstrap from the bootstrap list, then the named brokers; an IPv6 host only probed', () => {
+    const probed: string[][] = [];
+    const health = { alsoProbe: (b: string[]) => probed.push(b) } as unknown as KafkaHealth;
+    const named = new NamedBrokers(['alias:9092'], health);
+    expect(named.list()).toEqual(['alias:9092']);
+    named.learn([
+      { host: 'kafka-0.kafka', port: 9092 },
+      { host: 'fd00::1', port: 9093 },
+      { host: 'alias', port: 9092 },
+    ]);
+    expect(named.list()).toEqual(['alias:9092', 'kafka-0.kafka:9092']);
+    expect(probed.at(-1)).toEqual(['kafka-0.kafka:9092', '[fd00::1]:9093', 'alias:9092']);
+    named.learn([{ host: 'kafka-1.kafka', port: 9092 }]);
+    expect(named.list()).toEqual(['alias:9092', 'kafka-1.kafka:9092']);
   });
 
   test('probes on its interval until stopped', async () => {
