@@ -1,10 +1,33 @@
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app';
+import { buildApp, type AppDeps } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { TENANT_A_KEY } from '../support/api-keys';
 import { until } from '../support/until';
+
+/** The app with every convention, listening on a free loopback port. */
+async function listening(options: Pick<AppDeps, 'drain' | 'routes'> = {}) {
+  const app = await buildApp({
+    logger: createLogger('silent'),
+    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
+    bodyLimitBytes: 1024,
+    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+    ...options,
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { app, port: (app.server.address() as { port: number }).port };
+}
+
+/** One client connection, kept alive: what it received, whether it was reset, and its end. */
+function keptAlive(port: number) {
+  const socket = connect(port, '127.0.0.1');
+  const seen = { received: '', reset: undefined as Error | undefined };
+  socket.on('data', (chunk) => (seen.received += chunk.toString('latin1')));
+  socket.on('error', (err) => (seen.reset = err));
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  return { socket, seen, ended };
+}
 
 /*
  * A request that reaches a server already closing, on a connection kept alive, gets a Problem saying to try again,
@@ -27,19 +50,8 @@ test('a request arriving while the server closes is a 503 Problem with Retry-Aft
       return { done: true };
     });
   };
-  const app = await buildApp({
-    logger: createLogger('silent'),
-    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
-    bodyLimitBytes: 1024,
-    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
-    routes: [{ collections: ['slow'], plugin: slow }],
-  });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = app.server.address() as { port: number };
-  const socket = connect(port, '127.0.0.1');
-  let received = '';
-  socket.on('data', (chunk) => (received += chunk.toString('latin1')));
-  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const { app, port } = await listening({ routes: [{ collections: ['slow'], plugin: slow }] });
+  const { socket, seen, ended } = keptAlive(port);
   const request = (id: string) =>
     `GET /slow HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TENANT_A_KEY}\r\nx-request-id: ${id}\r\n\r\n`;
   // The first request keeps the connection busy, so the close waits for it; the second comes on that connection
@@ -57,7 +69,7 @@ test('a request arriving while the server closes is a 503 Problem with Retry-Aft
   await routed;
   release();
   await Promise.all([closed, ended]);
-  const answers = received.split(/(?=HTTP\/1\.1 )/);
+  const answers = seen.received.split(/(?=HTTP\/1\.1 )/);
   expect(answers).toHaveLength(2);
   expect(answers[0]).toMatch(/^HTTP\/1\.1 200 /);
   const [head, body] = answers[1].split('\r\n\r\n');
@@ -76,32 +88,19 @@ test('a request arriving while the server closes is a 503 Problem with Retry-Aft
  * server closes; the drain comes first.
  */
 test('a kept-alive connection idle as the server closes is answered, not reset, when it sends next', async () => {
-  const app = await buildApp({
-    logger: createLogger('silent'),
-    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
-    bodyLimitBytes: 1024,
-    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
-    // Long enough for this test to notice the close and send on a machine however busy; ends when the client leaves.
-    drain: { limitMs: 20000, quietMs: 20000 },
-  });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = app.server.address() as { port: number };
-  const socket = connect(port, '127.0.0.1');
-  let received = '';
-  socket.on('data', (chunk) => (received += chunk.toString('latin1')));
-  let reset: Error | undefined;
-  socket.on('error', (err) => (reset = err));
-  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  // Long enough for this test to notice the close and send on a machine however busy; ends when the client leaves.
+  const { app, port } = await listening({ drain: { limitMs: 20000, quietMs: 20000 } });
+  const { socket, seen, ended } = keptAlive(port);
   const request = (id: string) => `GET /health/live HTTP/1.1\r\nhost: localhost\r\nx-request-id: ${id}\r\n\r\n`;
   socket.write(request('first'));
-  await until(async () => /\r\n\r\n/.test(received) || undefined);
+  await until(async () => /\r\n\r\n/.test(seen.received) || undefined);
   const closed = app.close();
   // The close has begun once no new connection is taken; the kept-alive one is idle then.
   await until(async () => ((await accepts(port)) ? undefined : true));
   socket.write(request('second'));
   await Promise.all([closed, ended]);
-  expect(reset).toBeUndefined();
-  const answers = received.split(/(?=HTTP\/1\.1 )/);
+  expect(seen.reset).toBeUndefined();
+  const answers = seen.received.split(/(?=HTTP\/1\.1 )/);
   expect(answers.map((a) => a.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
   expect(answers[1]).toMatch(/\r\nconnection: close\r\n/i);
   expect(answers[1]).toMatch(/\r\nx-request-id: second\r\n/i);
@@ -120,23 +119,12 @@ function accepts(port: number): Promise<boolean> {
 }
 
 test('a kept-alive connection that sends nothing more is closed once the drain is quiet; the close completes', async () => {
-  const app = await buildApp({
-    logger: createLogger('silent'),
-    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
-    bodyLimitBytes: 1024,
-    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
-    // A limit far past the test's own timeout: only the quiet ending lets the close complete in time.
-    drain: { limitMs: 600000, quietMs: 100 },
-  });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = app.server.address() as { port: number };
-  const socket = connect(port, '127.0.0.1');
-  let received = '';
-  socket.on('data', (chunk) => (received += chunk.toString('latin1')));
-  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  // A limit far past the test's own timeout: only the quiet ending lets the close complete in time.
+  const { app, port } = await listening({ drain: { limitMs: 600000, quietMs: 100 } });
+  const { socket, seen, ended } = keptAlive(port);
   socket.write('GET /health/live HTTP/1.1\r\nhost: localhost\r\n\r\n');
-  await until(async () => /\r\n\r\n/.test(received) || undefined);
+  await until(async () => /\r\n\r\n/.test(seen.received) || undefined);
   await app.close();
   await ended;
-  expect(received).toMatch(/^HTTP\/1\.1 200 /);
+  expect(seen.received).toMatch(/^HTTP\/1\.1 200 /);
 });
