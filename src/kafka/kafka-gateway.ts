@@ -81,9 +81,9 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
   const partitions = new PartitionMap(admin);
   try {
     await admin.connect();
-    await ensureTopics(admin, topics, options.partitions);
+    const brokers = await ensureTopics(admin, topics, options.partitions);
     await partitions.load(Object.values(topics));
-    await named.start(admin);
+    named.start(admin, brokers);
   } catch (err) {
     // Start-up tries again (src/startup/): a failed attempt leaves no probe, timer or connection behind.
     health.stop();

@@ -32,9 +32,9 @@ export class NamedBrokers {
     this.forClients = [...new Set([...this.bootstrap, ...named])];
   }
 
-  /** Learns the brokers now, then every REFRESH_MS; a refresh that fails keeps the last ones. */
-  async start(admin: Admin): Promise<void> {
-    this.learn((await admin.describeCluster()).brokers);
+  /** Learns `brokers` (as the start found them), then asks again every REFRESH_MS; a refresh that fails keeps them. */
+  start(admin: Admin, brokers: { host: string; port: number }[]): void {
+    this.learn(brokers);
     this.timer = setInterval(() => {
       admin.describeCluster().then(
         ({ brokers }) => this.learn(brokers),

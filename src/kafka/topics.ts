@@ -79,8 +79,12 @@ export function topicConfigs(topics: Topics, partitions: number, replicationFact
   });
 }
 
-/** Creates what is missing; existing topics are left as they are. */
-export async function ensureTopics(admin: Admin, topics: Topics, partitions: number): Promise<void> {
+/** Creates what is missing; existing topics are left as they are. The brokers the cluster names, as it found them. */
+export async function ensureTopics(
+  admin: Admin,
+  topics: Topics,
+  partitions: number,
+): Promise<{ host: string; port: number }[]> {
   const existing = new Set(await admin.listTopics());
   const { brokers } = await admin.describeCluster();
   const replicationFactor = Math.min(3, brokers.length);
@@ -94,6 +98,7 @@ export async function ensureTopics(admin: Admin, topics: Topics, partitions: num
     }
   }
   await waitForLeaders(admin, Object.values(topics), 30000);
+  return brokers;
 }
 
 /*
