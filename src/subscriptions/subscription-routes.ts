@@ -12,7 +12,7 @@ import { pageLinks, type PageQuery } from '../http/paging';
 import { invalidField, problem } from '../problems/problem-detail';
 import { pointerToken } from '../lib/ill-formed-text';
 import { ProblemError } from '../problems/problem-error';
-import type { TaskSubscriber } from '../tasks/task-routes';
+import type { TaskSubscriber } from '../tasks/task-submission';
 import { taskRepresentation } from '../tasks/task-representation';
 import { isFinal, type TaskSnapshot } from '../tasks/task-snapshot';
 import type { TaskStore } from '../tasks/task-store';

@@ -6,7 +6,7 @@ import { pageLinks } from '../../src/http/paging';
 import { MAX_WAIT_SECONDS, preferredWait } from '../../src/http/prefer';
 import { headerValues } from '../../src/http/raw-headers';
 import type { TaskSnapshot } from '../../src/tasks/task-snapshot';
-import { pollIntervalSeconds } from '../../src/tasks/task-routes';
+import { pollIntervalSeconds } from '../../src/tasks/task-waiting';
 
 /** preferredWait reads only the Prefer header of the request. */
 const withPrefer = (prefer?: string | string[]) => ({ headers: { prefer } }) as unknown as FastifyRequest;
