@@ -1,4 +1,4 @@
-import { canonicalId } from '../http/uuid-ids';
+import { canonicalId } from '../lib/canonical-id';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { atomicRequested, bulkElements, bulkFailure, elementProblem, isBulkBody, listedFailures } from '../http/bulk';

@@ -1,4 +1,4 @@
-import { canonicalId, canonicalPath } from '../http/uuid-ids';
+import { canonicalId, canonicalPath } from '../lib/canonical-id';
 import { ownPath } from '../http/own-href';
 import { pointerToken } from '../lib/ill-formed-text';
 import { invalidField, type ProblemDetail } from '../problems/problem-detail';

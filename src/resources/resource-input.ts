@@ -1,4 +1,4 @@
-import { canonicalId } from '../http/uuid-ids';
+import { canonicalId } from '../lib/canonical-id';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
 import { validationErrors } from '../problems/validation';
 import type { RegisteredResource } from './resource-registry';

@@ -1,4 +1,4 @@
-import { canonicalId } from '../http/uuid-ids';
+import { canonicalId } from '../lib/canonical-id';
 import type { ResourceRegistry } from './resource-registry';
 import type { ResourceStore } from './resource-store';
 

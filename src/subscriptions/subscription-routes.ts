@@ -1,4 +1,4 @@
-import { canonicalId } from '../http/uuid-ids';
+import { canonicalId } from '../lib/canonical-id';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { tenantOf } from '../http/auth';

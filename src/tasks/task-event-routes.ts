@@ -16,6 +16,7 @@ import {
   EVENT_STREAM_HEAD,
   parseCoordinate,
   readTaskEventPage,
+  type ReadTaskEvent,
   TaskEventStream,
 } from './task-event-stream';
 import { TASK_ID_PARAMS, taskEventPageSchema, taskNotFound } from './task-schemas';
@@ -257,13 +258,28 @@ async function serveEvents(
       count: events.length,
       // Nothing follows: the page holds the final event, or the task had ended and its partition was read.
       complete: (last?.final ?? false) || (!more && isFinal(task.status)),
-      events: events.map((e) => ({
-        id: e.id,
-        partition: e.partition,
-        offset: Number(e.offset),
-        ...(JSON.parse(e.value) as object),
-      })),
+      events: events.map(pageEvent),
     },
     links,
   );
+}
+
+/**
+ * An event as a page lists it: the record's JSON value with its coordinates, which a value's own `id`, `partition`
+ * or `offset` never hide (they are the cursor). A record with the task's key that some other producer wrote, and that
+ * is no JSON object, is listed as its text under `value`, as the stream sends it: one such record must not make the
+ * task's every page fail.
+ */
+function pageEvent(e: ReadTaskEvent): Record<string, unknown> {
+  const at = { id: e.id, partition: e.partition, offset: Number(e.offset) };
+  let value: unknown;
+  try {
+    value = JSON.parse(e.value);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ...at, event: e.kind, value: e.value };
+  // Key order: the coordinates first; values: the coordinates over the value's own.
+  return Object.assign({ ...at }, value, at);
 }

@@ -5,8 +5,11 @@ import type { TaskSnapshot } from './task-snapshot';
 
 const FINAL_EVENTS = new Set(['task.succeeded', 'task.failed', 'task.cancelled']);
 
-/** `<partition>:<offset>`: an event's Kafka coordinate, its SSE id and the cursor to resume after it. */
-export const COORDINATE_PATTERN = '^\\d{1,9}:\\d{1,19}$';
+/**
+ * `<partition>:<offset>`: an event's Kafka coordinate, its SSE id and the cursor to resume after it. The offset may be
+ * -1: the cursor is exclusive, so the one before a partition's first record (Kafka position 0) is `<partition>:-1`.
+ */
+export const COORDINATE_PATTERN = '^\\d{1,9}:(-1|\\d{1,19})$';
 
 export function coordinate(partition: number, offset: string | bigint): string {
   return `${partition}:${offset}`;

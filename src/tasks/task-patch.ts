@@ -1,4 +1,4 @@
-import { canonicalId, canonicalPath } from '../http/uuid-ids';
+import { canonicalId, canonicalPath } from '../lib/canonical-id';
 import type { Hal, Link } from '../http/hal';
 import { pointerToken } from '../lib/ill-formed-text';
 import { problem, type ProblemDetail } from '../problems/problem-detail';

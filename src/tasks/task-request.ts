@@ -1,3 +1,4 @@
+import { canonicalId } from '../lib/canonical-id';
 import { illFormedStringAt, isWellFormed, pointerToken } from '../lib/ill-formed-text';
 import { problem, type ProblemDetail } from '../problems/problem-detail';
 import type { TaskRegistry } from './task-registry';
@@ -31,14 +32,18 @@ const REQUEST_FIELDS = new Set(['type', 'input', 'tenant', 'submittedAt', 'accep
 
 /**
  * The task id of a request: its key when that is a valid task id of a client's choosing (`keyed`), else
- * `request-<partition>-<offset>`, unique by where the request landed.
+ * `request-<partition>-<offset>`, unique by where the request landed. A key in UUID form names its task in lower
+ * case (RFC 9562 §4), as a path does: one UUID is one task, whatever case each of its requests was keyed in, and the
+ * task's events are keyed as its HTTP resource names it.
  */
 export function taskIdOfRequest(
   key: string | null,
   partition: number,
   offset: string,
 ): { taskId: string; keyed: boolean } {
-  if (key !== null && TASK_ID_PATTERN.test(key) && !GENERATED_ID_PATTERN.test(key)) return { taskId: key, keyed: true };
+  if (key !== null && TASK_ID_PATTERN.test(key) && !GENERATED_ID_PATTERN.test(key)) {
+    return { taskId: canonicalId(key), keyed: true };
+  }
   return { taskId: `request-${partition}-${offset}`, keyed: false };
 }
 export const DEFAULT_KAFKA_TENANT = 'kafka';

@@ -150,12 +150,17 @@ const taskEvent: Schema = {
     id: { type: 'string', description: '<partition>:<offset>, a cursor for `after` and Last-Event-ID' },
     partition: { type: 'integer', minimum: 0 },
     offset: { type: 'integer', minimum: 0 },
-    event: { type: 'string', enum: [...TASK_EVENT_KINDS] },
+    event: {
+      type: 'string',
+      description: `${TASK_EVENT_KINDS.join(', ')}; a record some other producer wrote under the task's key has its own`,
+      examples: [...TASK_EVENT_KINDS],
+    },
     taskId: { type: 'string' },
     type: { type: 'string' },
     attempt: { type: 'integer', minimum: 0 },
     time: dateTime(),
     data: { description: 'per kind; see the AsyncAPI document at /asyncapi.json' },
+    value: { type: 'string', description: "a record under the task's key that is no JSON object (not ours): its text" },
   },
   required: ['id', 'partition', 'offset', 'event'],
 };

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import type { RunningService } from '../../src/service';
 import { readTaskEvents } from '../support/event-reader';
@@ -306,6 +307,38 @@ describe('submitting from Kafka', () => {
       'task.progress',
       'task.succeeded',
     ]);
+  });
+
+  test('a key in UUID form names its task in lower case: its events are keyed so, and either case finds it', async () => {
+    const taskId = randomUUID();
+    const upper = taskId.toUpperCase();
+    await produce(upper, JSON.stringify({ type: 'countdown', input: { steps: 1, stepMs: 0 }, tenant: 'tenant-a' }));
+    expect(await finalState(taskId)).toMatchObject({ taskId, status: 'succeeded' });
+    const found = await http(base, `/tasks/${upper}`);
+    expect(found.status).toBe(200);
+    expect(found.body).toMatchObject({ taskId, _links: { self: { href: `/tasks/${taskId}` } } });
+    // The same UUID in the other case is this task's request again (passed over: the task is final), not a second.
+    await produce(taskId, JSON.stringify({ type: 'countdown', input: { steps: 2, stepMs: 0 }, tenant: 'tenant-b' }));
+    await topicEnds();
+    const records = await committedRecords(testBrokers(), service.kafka.topics.taskEvents);
+    expect(records.filter((r) => String(r.key).toLowerCase() === taskId).map((r) => String(r.key))).toEqual(
+      Array(4).fill(taskId),
+    );
+    expect((await http(base, `/tasks/${taskId}`, { key: TENANT_B_KEY })).status).toBe(404);
+  });
+
+  test('a request whose errors quote names too long for an event still fails as task-request-invalid', async () => {
+    const taskId = `kafka-long-names-${Date.now()}`;
+    const input: Record<string, unknown> = { steps: 1, stepMs: 0 };
+    // Each unknown name is quoted twice (detail and instance): together more than Kafka takes in one record.
+    for (const c of 'abc') input[c.repeat(250_000)] = 1;
+    await produce(taskId, JSON.stringify({ type: 'countdown', input }));
+    const events = await readTaskEvents(testBrokers(), { topic: service.kafka.topics.taskEvents, key: taskId });
+    expect(events.map((e) => e.value.event)).toEqual(['task.accepted', 'task.failed']);
+    const failure = events[1].value.data.problem as { type: string; errors: { instance: string }[] };
+    expect(failure.type).toBe('https://hookstream.dev/problems/task-request-invalid');
+    expect(failure.errors.map((e) => e.instance.slice(0, 10))).toEqual(['/input/aaa', '/input/bbb', '/input/ccc']);
+    expect(failure.errors.every((e) => e.instance.length <= 1001)).toBe(true);
   });
 
   test('a bad task request ends in task.failed with a Problem, never in silence', async () => {

@@ -302,3 +302,53 @@ describe('the same events as HAL JSON pages', () => {
     expect((await call(api.app, self)).body.events).toEqual(resumed.body.events);
   });
 });
+
+describe("records under the task's key that are not the runner's", () => {
+  test('a record that is no JSON object is listed as its text, and a value never hides the coordinates', async () => {
+    const task = await submit();
+    const topic = api.kafka.topics.taskEvents;
+    const foreign = [
+      'not json at all',
+      '[1,2]',
+      '"text"',
+      JSON.stringify({ event: 'task.weird', id: 'x', offset: -5 }),
+    ];
+    await runnerEmits(task.taskId, ...steps[0]);
+    await api.kafka.publisher.publish(foreign.map((value) => ({ topic, key: task.taskId, value })));
+    for (const step of steps.slice(1)) await runnerEmits(task.taskId, ...step);
+
+    const page = await call(api.app, `/tasks/${task.taskId}/events?limit=100`);
+    expect(page.status).toBe(200);
+    const events = page.body.events as Record<string, unknown>[];
+    expect(events.map((e) => e.event)).toEqual([
+      'task.accepted',
+      'task.started',
+      'message',
+      'message',
+      'message',
+      'task.weird',
+      'task.progress',
+      'task.progress',
+      'task.succeeded',
+    ]);
+    expect(events.slice(2, 5).map((e) => e.value)).toEqual(foreign.slice(0, 3));
+    for (const e of events) expect(e.id).toBe(`${e.partition}:${e.offset}`);
+    // The stream sends the same records, the text as its data.
+    const stream = parseSse((await call(api.app, `/tasks/${task.taskId}/events`, { headers: SSE })).text);
+    expect(stream.events.map((e) => e.id)).toEqual(events.map((e) => e.id));
+    expect(stream.events.slice(2, 5).map((e) => e.data)).toEqual(foreign.slice(0, 3));
+  });
+
+  test("the cursor before a partition's first record (<partition>:-1) starts at the first event", async () => {
+    const task = await submit();
+    await runToEnd(task.taskId);
+    const all = await call(api.app, `/tasks/${task.taskId}/events`);
+    for (const cursor of [`?after=${task.partition}:-1`, '']) {
+      const headers: Record<string, string> = cursor ? {} : { 'last-event-id': `${task.partition}:-1` };
+      const page = await call(api.app, `/tasks/${task.taskId}/events${cursor}`, { headers });
+      expect(page.status).toBe(200);
+      expect(page.body.events).toEqual(all.body.events);
+    }
+    expect((await call(api.app, `/tasks/${task.taskId}/events?after=${task.partition}:-2`)).status).toBe(400);
+  });
+});

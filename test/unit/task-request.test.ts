@@ -87,3 +87,9 @@ test("a task id is the key of a client's choosing, or the request's coordinates,
   expect(taskIdOfRequest('request-1-9', 2, '7')).toEqual({ taskId: 'request-2-7', keyed: false });
   expect(taskIdOfRequest('request-1-9x', 2, '7')).toEqual({ taskId: 'request-1-9x', keyed: true });
 });
+
+test('a key in UUID form names its task in lower case, as a path does; any other key keeps its case', () => {
+  const upper = '0193A1B2-C3D4-4E5F-8A9B-0C1D2E3F4A5B';
+  expect(taskIdOfRequest(upper, 2, '7')).toEqual({ taskId: upper.toLowerCase(), keyed: true });
+  expect(taskIdOfRequest('My-Task_1', 2, '7')).toEqual({ taskId: 'My-Task_1', keyed: true });
+});

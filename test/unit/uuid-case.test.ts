@@ -1,4 +1,4 @@
-import { canonicalId } from '../../src/http/uuid-ids';
+import { canonicalId } from '../../src/lib/canonical-id';
 import { ResourceRegistry } from '../../src/resources/resource-registry';
 import { ResourceStore } from '../../src/resources/resource-store';
 import { seedResources } from '../../src/resources/seed';
