@@ -134,11 +134,16 @@ export class IdempotencyKeys {
     const handling = this.local.get(scope);
     if (handling !== undefined) return handling === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };
     this.local.set(scope, fingerprint);
+    const claim: ClaimRecord = { kind: 'claim', scope, claimId: randomUUID(), fingerprint, at: Date.now() };
+    let claimed = false;
     try {
-      const claim: ClaimRecord = { kind: 'claim', scope, claimId: randomUUID(), fingerprint, at: Date.now() };
-      await writeThenCatchUp(this.deps.view, deadline.remaining(), (timeoutMs) =>
-        this.deps.publisher.publish([this.record(`${CLAIM_PREFIX}${scope}`, claim)], { timeoutMs }),
-      );
+      await writeThenCatchUp(this.deps.view, deadline.remaining(), async (timeoutMs) => {
+        const positions = await this.deps.publisher.publish([this.record(`${CLAIM_PREFIX}${scope}`, claim)], {
+          timeoutMs,
+        });
+        claimed = true;
+        return positions;
+      });
       // The view has now applied everything before the claim in the key's partition.
       const entry = this.entries.get(scope);
       const done = this.live(entry?.done);
@@ -158,6 +163,10 @@ export class IdempotencyKeys {
       };
     } catch (err) {
       this.local.delete(scope);
+      // Written but not read back in time (a dead writer's transaction holding the partition): the request answers
+      // 503 having created nothing, so its claim goes too. Kept, it would tell the client's retry 409 in flight for
+      // the claim's whole life, with nothing in flight.
+      if (claimed) this.release(claim);
       throw err;
     }
   }

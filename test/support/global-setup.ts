@@ -46,6 +46,9 @@ export default async function globalSetup(): Promise<void> {
         KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR: '1',
         KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR: '1',
         KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'false',
+        // As the embedded broker and docker-compose's (broker-storage.ts): a dead writer's transaction is aborted
+        // within a second of its timeout.
+        KAFKA_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS: '1000',
       })
       .start();
     process.env.KAFKA_BROKERS = `${container.getHost()}:${container.getMappedPort(9093)}`;
