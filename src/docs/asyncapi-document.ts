@@ -152,7 +152,8 @@ function taskRequestMessage(taskTypes: TaskType[]): object {
           type: 'string',
           pattern: '^[A-Za-z0-9_-]{1,64}$',
           description:
-            'the task id you choose; request-<partition>-<offset> is reserved (the id of a request without a valid key)',
+            'the task id you choose (a UUID names its task in lower case, as a path does); request-<partition>-<offset> ' +
+            'is reserved (the id of a request without a valid key)',
         },
         ...KAFKA_BINDING,
       },
