@@ -217,7 +217,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   // Each role's own parts first (it stops its consumer group, then what it wrote with), then the shared connection.
   const stopConsumers = () => Promise.all(consumers.map((c) => c.stop()));
   try {
-    if (runs(role, 'api')) api = await apiRole(k);
+    if (runs(role, 'api')) {
+      kafka.warmUp();
+      api = await apiRole(k);
+    }
     for (const consumer of options.consumers) if (runs(role, consumer.role)) consumers.push(await consumer.start(k));
     app = await buildApp({
       logger,

@@ -61,6 +61,12 @@ export interface KafkaGateway extends ViewSource {
   runGroupConsumer(options: GroupConsumerOptions): Promise<ConsumerHandle>;
   /** what this process's consumer groups have not finished, per partition (hookstream_kafka_consumer_lag) */
   consumerLag(): (PartitionLag & { group: string })[];
+  /**
+   * Initializes the publisher's transactional ids in the background (FindCoordinator, InitProducerId, for each):
+   * begun while the views are read at start, it is over before the first request, which no longer pays for it.
+   * A failure is left to the first write, which initializes them as before.
+   */
+  warmUp(): void;
   close(): Promise<void>;
 }
 
@@ -145,6 +151,11 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
       return handle;
     },
     consumerLag: () => consumers.flatMap(({ group, handle }) => handle.lag().map((l) => ({ group, ...l }))),
+    warmUp() {
+      publisher.settled().catch((err: unknown) => {
+        logger.debug({ err }, 'transactional ids not initialized at start; the first write initializes them');
+      });
+    },
     async close() {
       await Promise.all(consumers.map((c) => c.handle.stop()));
       await partitionReader.closeAll();

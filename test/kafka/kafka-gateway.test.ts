@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { createLogger } from '../../src/logger';
 import { connectKafka, type KafkaGateway } from '../../src/kafka/kafka-gateway';
 import { KAFKA_VERSION } from '../../src/embedded-kafka/kafka-version';
-import type { IncomingRecord, ViewSpec } from '../../src/kafka/types';
+import type { FencingPublisher, IncomingRecord, ViewSpec } from '../../src/kafka/types';
 import { testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
 
 const logger = createLogger('silent');
 const decodeN = (v: string) => JSON.parse(v) as { n: number };
@@ -34,6 +35,27 @@ describe('the Kafka module on the real broker', () => {
     } else {
       // A container or an external broker: the image tag pins it, or the operator does; nothing to read here.
       expect(['container', 'external']).toContain(source);
+    }
+  });
+
+  test("warmUp initializes the publisher's transactional ids before any write", async () => {
+    const fresh = await connectKafka({
+      brokers: testBrokers(),
+      topicPrefix: uniquePrefix('warm'),
+      partitions: 1,
+      timeoutMs: 10000,
+      processName: 'test',
+      logger,
+    });
+    try {
+      const publisher = fresh.publisher as FencingPublisher;
+      expect(publisher.generation).toBeUndefined();
+      fresh.warmUp();
+      // Both ids (the publisher takes two in turn) initialized, and not a single transaction committed for it.
+      await until(async () => (publisher.generation === 2 ? true : undefined));
+      expect(fresh.publisherStats().transactions).toBe(0);
+    } finally {
+      await fresh.close();
     }
   });
 
