@@ -2,11 +2,12 @@ import type { StateView } from '../../src/kafka/types';
 import { RecordTooLargeError } from '../../src/kafka/record-size';
 import { pause } from '../../src/lib/abortable-sleep';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
-import { problem, type ProblemDetail } from '../../src/problems/problem-detail';
+import { problem } from '../../src/problems/problem-detail';
 import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { ParsedRequest } from '../../src/tasks/task-request';
 import { isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import type { FinalEventWriter, FinalJob } from './final-event';
+import { refusalError } from './refusal-errors';
 import { TaskJournal, type ExecutionDeps } from './task-execution';
 
 /** What one record's handling needs: where it came from and who may write for it. */
@@ -22,20 +23,6 @@ export interface IntakeDeps {
 }
 
 type Rejected = Extract<ParsedRequest, { ok: false }>;
-
-/**
- * The longest text an error of a refused request keeps in task.failed. An error quotes the request's names (an
- * unknown field's pointer): a request with a name of half a megabyte would make the event larger than Kafka takes,
- * and the failure that replaced it would no longer say what was wrong with the request.
- */
-const MAX_ERROR_TEXT = 1000;
-
-const cut = (text: string) => (text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text);
-
-function shortened(error: ProblemDetail): ProblemDetail {
-  const { detail, instance } = error;
-  return { ...error, detail: cut(detail), ...(instance === undefined ? {} : { instance: cut(instance) }) };
-}
 
 /**
  * How a request becomes a task the runner may run: the snapshot the api committed with it, or, for a request a
@@ -76,7 +63,7 @@ export class RequestIntake {
     const detail = keyed
       ? 'The task request is invalid; see errors.'
       : 'The task request has no valid key (task id); see errors.';
-    const failure = problem('task-request-invalid', detail, { errors: parsed.errors.map(shortened) });
+    const failure = problem('task-request-invalid', detail, { errors: parsed.errors.map(refusalError) });
     return this.deps.finals.finish(job, new TaskJournal(snapshot, job.exec), {
       kind: 'task.failed',
       data: { problem: failure },

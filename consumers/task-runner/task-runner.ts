@@ -135,7 +135,7 @@ export class TaskRunner {
    * to move to its key's partition is moved at once: it neither runs nor waits behind the task's run here.
    */
   handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
-    const { taskId, keyed } = taskIdOfRequest(record.key, record.partition, record.offset);
+    const { taskId, keyed } = this.taskIdOf(record);
     const traced = () => {
       // Its events, and the callbacks they lead to, belong to the request's trace.
       const span = this.tracer.start('run task', 'consumer', parseTraceparent(record.headers.traceparent), {
@@ -144,6 +144,18 @@ export class TaskRunner {
       return this.handle(record, handBack, span.context).finally(() => span.end());
     };
     return this.homeOf(record, taskId, keyed) === undefined ? this.perTask.run(taskId, traced) : traced();
+  }
+
+  /**
+   * A request's task id (taskIdOfRequest). A key in UUID form with upper-case letters names a task in lower case; one
+   * that already names a task under the key as written (accepted before keys were lowered, still under way on an
+   * upgrade) keeps that name, so its run ends, and is not started again under the other.
+   */
+  private taskIdOf(record: IncomingRecord): { taskId: string; keyed: boolean } {
+    const named = taskIdOfRequest(record.key, record.partition, record.offset);
+    const asWritten = record.key;
+    if (!named.keyed || asWritten === null || asWritten === named.taskId) return named;
+    return this.deps.view.get(asWritten) === undefined ? named : { taskId: asWritten, keyed: true };
   }
 
   /**
@@ -166,7 +178,7 @@ export class TaskRunner {
    * landed, two runners would each find no task and run it twice, each to a final event.
    */
   async handle(record: IncomingRecord, handBack: AbortSignal, trace?: TraceContext): Promise<void> {
-    const { taskId, keyed } = taskIdOfRequest(record.key, record.partition, record.offset);
+    const { taskId, keyed } = this.taskIdOf(record);
     const home = this.homeOf(record, taskId, keyed);
     for (let failures = 1; !handBack.aborted; failures += 1) {
       try {

@@ -280,6 +280,7 @@ function pageEvent(e: ReadTaskEvent): Record<string, unknown> {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return { ...at, event: e.kind, value: e.value };
-  // Key order: the coordinates first; values: the coordinates over the value's own.
-  return Object.assign({ ...at }, value, at);
+  // Key order: the coordinates first; values: the coordinates over the value's own. Spread, not Object.assign: a
+  // member named __proto__ is then a member, not the object's prototype.
+  return { ...at, ...value, ...at };
 }

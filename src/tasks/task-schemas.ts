@@ -143,6 +143,10 @@ export const statusPatchSchema: Schema = {
   examples: [{ status: 'cancelled' }],
 };
 
+/** A record somebody else's producer wrote under a task's key: its page lists it all the same (task-event-routes). */
+const FOREIGN_KIND = "a record some other producer wrote under the task's key has its own";
+const FOREIGN_RECORD = "a record under the task's key that is no JSON object (not ours): its text";
+
 const taskEvent: Schema = {
   type: 'object',
   description: 'A record of the task-events topic: its coordinate, then its JSON value as a Kafka client reads it.',
@@ -152,7 +156,7 @@ const taskEvent: Schema = {
     offset: { type: 'integer', minimum: 0 },
     event: {
       type: 'string',
-      description: `${TASK_EVENT_KINDS.join(', ')}; a record some other producer wrote under the task's key has its own`,
+      description: `${TASK_EVENT_KINDS.join(', ')}; ${FOREIGN_KIND}`,
       examples: [...TASK_EVENT_KINDS],
     },
     taskId: { type: 'string' },
@@ -160,7 +164,7 @@ const taskEvent: Schema = {
     attempt: { type: 'integer', minimum: 0 },
     time: dateTime(),
     data: { description: 'per kind; see the AsyncAPI document at /asyncapi.json' },
-    value: { type: 'string', description: "a record under the task's key that is no JSON object (not ours): its text" },
+    value: { type: 'string', description: FOREIGN_RECORD },
   },
   required: ['id', 'partition', 'offset', 'event'],
 };

@@ -64,52 +64,63 @@ describe('writes while another writer holds a transaction open', () => {
    * A keyed write waits for its claim to be read back: a dead writer's transaction on the key's partition of the
    * idempotency-keys topic holds it until the coordinator aborts that transaction, once its timeout passed, at the
    * coordinator's next check (every second on the brokers hookstream starts; Kafka's default is 10 s). Three dead
-   * writers in a row: with a 10 s check each would come back within the bound below about one time in three.
+   * writers in a row: with a 10 s check each would come back within the bound below about one time in five, all
+   * three about one time in a hundred.
    */
-  test("a keyed POST /tasks retried after its 503 is accepted within a second of a dead writer's transaction timing out", async () => {
-    const TXN_TIMEOUT_MS = 3000;
-    const topic = api.kafka.topics.idempotencyKeys;
-    const kafka = new Kafka({ brokers: testBrokers(), clientId: `${prefix}keyed-zombie`, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
-    await admin.disconnect();
-    const body = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
-    for (let round = 0; round < 3; round += 1) {
-      const dead = kafka.producer({
-        transactionalId: `${prefix}keyed-zombie-${round}`,
-        transactionTimeout: TXN_TIMEOUT_MS,
-        maxInFlightRequests: 1,
-        idempotent: true,
+  // An external broker may keep Kafka's 10 s check: the bound below is for the brokers hookstream starts.
+  const brokerChecksEverySecond = process.env.HOOKSTREAM_TEST_KAFKA !== 'external';
+  (brokerChecksEverySecond ? test : test.skip)(
+    "a keyed POST retried after its 503s is accepted once a dead writer's transaction timed out",
+    async () => {
+      const TXN_TIMEOUT_MS = 3000;
+      const topic = api.kafka.topics.idempotencyKeys;
+      const kafka = new Kafka({
+        brokers: testBrokers(),
+        clientId: `${prefix}keyed-zombie`,
+        logLevel: logLevel.NOTHING,
       });
-      zombie = dead;
-      await dead.connect();
-      const txn = await dead.transaction();
-      const opened = Date.now();
-      await txn.send({
-        topic,
-        messages: partitions.map((p) => ({ partition: p.partitionId, key: `!zombie-${p.partitionId}`, value: null })),
-      });
-      const refusals: { status: number; type?: string; ms: number }[] = [];
-      // One key, as a client retries after a 503: the refused attempts leave no claim that would make it a 409.
-      const headers = { 'idempotency-key': randomUUID() };
-      for (;;) {
-        const sent = Date.now();
-        const res = await http(api.url as string, '/tasks', { body, headers });
-        if (res.status === 202) break;
-        refusals.push({ status: res.status, type: res.body?.type, ms: Date.now() - sent });
-        expect(Date.now() - opened).toBeLessThan(30000);
+      const admin = kafka.admin();
+      await admin.connect();
+      const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
+      await admin.disconnect();
+      const body = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
+      for (let round = 0; round < 3; round += 1) {
+        const dead = kafka.producer({
+          transactionalId: `${prefix}keyed-zombie-${round}`,
+          transactionTimeout: TXN_TIMEOUT_MS,
+          maxInFlightRequests: 1,
+          idempotent: true,
+        });
+        zombie = dead;
+        await dead.connect();
+        const txn = await dead.transaction();
+        const opened = Date.now();
+        await txn.send({
+          topic,
+          messages: partitions.map((p) => ({ partition: p.partitionId, key: `!zombie-${p.partitionId}`, value: null })),
+        });
+        const refusals: { status: number; type?: string; ms: number }[] = [];
+        // One key, as a client retries after a 503: the refused attempts leave no claim that would make it a 409.
+        const headers = { 'idempotency-key': randomUUID() };
+        for (;;) {
+          const sent = Date.now();
+          const res = await http(api.url as string, '/tasks', { body, headers });
+          if (res.status === 202) break;
+          refusals.push({ status: res.status, type: res.body?.type, ms: Date.now() - sent });
+          expect(Date.now() - opened).toBeLessThan(30000);
+        }
+        // Timed out at TXN_TIMEOUT_MS, aborted within the 1 s check, then at most one claim's wait (KAFKA_TIMEOUT_MS)
+        // that began just before; 2 s for a busy machine. Measured: 3.8-4 s a round.
+        expect(Date.now() - opened).toBeLessThan(TXN_TIMEOUT_MS + 1000 + 2000 + 2000);
+        for (const r of refusals) {
+          expect(r).toMatchObject({ status: 503, type: 'https://hookstream.dev/problems/kafka-unavailable' });
+          expect(r.ms).toBeLessThan(2000 + 1500);
+        }
+        await txn.abort().catch(() => undefined);
+        await dead.disconnect();
+        zombie = undefined;
       }
-      // Timed out at TXN_TIMEOUT_MS, aborted within the 1 s check, then at most one claim's wait (KAFKA_TIMEOUT_MS)
-      // that began just before; 3 s for a busy machine.
-      expect(Date.now() - opened).toBeLessThan(TXN_TIMEOUT_MS + 1000 + 2000 + 3000);
-      for (const r of refusals) {
-        expect(r).toMatchObject({ status: 503, type: 'https://hookstream.dev/problems/kafka-unavailable' });
-        expect(r.ms).toBeLessThan(2000 + 1500);
-      }
-      await txn.abort().catch(() => undefined);
-      await dead.disconnect();
-      zombie = undefined;
-    }
-  }, 120000);
+    },
+    120000,
+  );
 });
