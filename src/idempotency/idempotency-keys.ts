@@ -12,6 +12,7 @@ import type {
 import { Deadline } from '../lib/deadline';
 import { startPeriodicSweep, type StopSweeping } from '../lib/periodic-sweep';
 import type { Logger } from '../logger';
+import { CLAIM_PREFIX, decided, KeyFold, type KnownDecision } from './key-fold';
 import {
   decodeIdempotencyRecord,
   IDEMPOTENCY_KEYS_VIEW,
@@ -22,27 +23,14 @@ import {
   type StoredAnswer,
 } from './idempotency-records';
 
-/** How long a key is remembered after its request created something (the IETF draft leaves it to the server). */
-export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600 * 1000;
-/** claims live under their own key ('!' cannot start a tenant name), so a claim never overwrites an answer */
-const CLAIM_PREFIX = '!claim/';
 /** claim keys whose last record is older than this are tombstoned by the sweeper, to free memory */
 const CLAIM_CLEANUP_AFTER_MS = 3600 * 1000;
 
 export type KeyDecision =
-  /** `answeredAt`: when the first request's answer was written (ms since the epoch, the writer's clock) */
-  | { kind: 'replay'; answer: StoredAnswer; answeredAt: number }
-  | { kind: 'reused' }
-  | { kind: 'in-flight' }
-  | { kind: 'new'; run<T>(describe: Describe, create: (keyed: KeyedCreation) => Promise<T>): Promise<T> };
+  KnownDecision | { kind: 'new'; run<T>(describe: Describe, create: (keyed: KeyedCreation) => Promise<T>): Promise<T> };
 
 /** The answer of a creation, from its write's records (for ids only the store chooses) or known before. */
 export type Describe = (records: OutgoingRecord[]) => StoredAnswer;
-
-interface Entry {
-  done?: DoneRecord;
-  claim?: ClaimRecord;
-}
 
 /** A keyed request's creation: its first write (a publish with it as `idempotency`) carries the done record. */
 interface Context extends KeyedCreation {
@@ -87,13 +75,17 @@ export interface IdempotencyKeysDeps {
  * creation that could still land. The 5 s cover clock skew between instances.
  */
 export class IdempotencyKeys {
-  private readonly entries = new Map<string, Entry>();
+  private readonly fold: KeyFold;
   /** keys being handled by this process, with their fingerprints */
   private readonly local = new Map<string, string>();
   /** the creations under way: only these complete a write (a look-alike object is ignored) */
   private readonly creations = new WeakSet<KeyedCreation>();
-  readonly claimTtlMs: number;
   private stopSweeping: StopSweeping = () => undefined;
+
+  /** how long a claim holds its key (2 × KAFKA_TIMEOUT_MS + 5 s, see above) */
+  get claimTtlMs(): number {
+    return this.fold.claimTtlMs;
+  }
 
   /** The keys on this process's view of the idempotency-keys topic. */
   static async open(views: ViewSource, deps: Omit<IdempotencyKeysDeps, 'view'>): Promise<IdempotencyKeys> {
@@ -101,11 +93,11 @@ export class IdempotencyKeys {
   }
 
   constructor(private readonly deps: IdempotencyKeysDeps) {
-    this.claimTtlMs = 2 * deps.timeoutMs + 5000;
+    this.fold = new KeyFold(2 * deps.timeoutMs + 5000);
     for (const value of deps.view.values()) {
-      this.apply(value.kind === 'done' ? value.scope : `${CLAIM_PREFIX}${value.scope}`, value);
+      this.fold.apply(value.kind === 'done' ? value.scope : `${CLAIM_PREFIX}${value.scope}`, value);
     }
-    deps.view.onChange((key, value) => this.apply(key, value));
+    deps.view.onChange((key, value) => this.fold.apply(key, value));
   }
 
   /**
@@ -123,12 +115,12 @@ export class IdempotencyKeys {
     const scope = `${tenant}/${key}`;
     // The request's one deadline, for the catching up below and the claim alike.
     const deadline = new Deadline(this.deps.timeoutMs);
-    let known = this.decide(scope, fingerprint);
+    let known = this.fold.decide(scope, fingerprint);
     if (known?.kind === 'in-flight' && !this.local.has(scope)) {
       // Another instance's claim, maybe already answered: its answer is in Kafka, and this view may only lag behind.
       // Caught up first, a client that got its 202 there and repeats the request here is replayed, not told 409.
       await this.deps.view.syncedSince(Date.now(), deadline.remaining());
-      known = this.decide(scope, fingerprint);
+      known = this.fold.decide(scope, fingerprint);
     }
     if (known) return known;
     const handling = this.local.get(scope);
@@ -145,17 +137,15 @@ export class IdempotencyKeys {
         return positions;
       });
       // The view has now applied everything before the claim in the key's partition.
-      const entry = this.entries.get(scope);
-      const done = this.live(entry?.done);
+      const done = this.fold.answer(scope);
       if (done) {
         this.local.delete(scope);
-        return done.fingerprint === fingerprint
-          ? { kind: 'replay', answer: done.answer, answeredAt: done.at }
-          : { kind: 'reused' };
+        return decided(done, fingerprint);
       }
-      if (entry?.claim?.claimId !== claim.claimId) {
+      const winner = this.fold.claim(scope);
+      if (winner?.claimId !== claim.claimId) {
         this.local.delete(scope);
-        return entry?.claim && entry.claim.fingerprint !== fingerprint ? { kind: 'reused' } : { kind: 'in-flight' };
+        return winner && winner.fingerprint !== fingerprint ? { kind: 'reused' } : { kind: 'in-flight' };
       }
       return {
         kind: 'new',
@@ -235,10 +225,7 @@ export class IdempotencyKeys {
   }
 
   async sweep(now = Date.now()): Promise<number> {
-    const keys: string[] = [];
-    for (const [scope, entry] of this.entries) {
-      if (entry.done && entry.done.at + IDEMPOTENCY_KEY_TTL_MS <= now) keys.push(scope);
-    }
+    const keys = this.fold.expiredAnswers(now);
     for (const value of this.deps.view.values()) {
       if (value.kind !== 'done' && value.at + Math.max(this.claimTtlMs, CLAIM_CLEANUP_AFTER_MS) <= now) {
         keys.push(`${CLAIM_PREFIX}${value.scope}`);
@@ -266,7 +253,7 @@ export class IdempotencyKeys {
   private release(claim: ClaimRecord): void {
     const release: ReleaseRecord = { kind: 'release', scope: claim.scope, claimId: claim.claimId, at: Date.now() };
     const key = `${CLAIM_PREFIX}${claim.scope}`;
-    this.apply(key, release);
+    this.fold.apply(key, release);
     this.deps.publisher
       .publish([this.record(key, release)], { timeoutMs: this.deps.timeoutMs })
       .catch((err: unknown) => {
@@ -284,48 +271,7 @@ export class IdempotencyKeys {
 
   /** Committed: a repeat on this instance replays at once, before the view has read it back. */
   private completed(extra: OutgoingRecord[]): void {
-    for (const r of extra) if (r.value !== null) this.apply(r.key, decodeIdempotencyRecord(r.value));
-  }
-
-  private decide(scope: string, fingerprint: string): KeyDecision | undefined {
-    const entry = this.entries.get(scope);
-    const done = this.live(entry?.done);
-    if (done)
-      return done.fingerprint === fingerprint
-        ? { kind: 'replay', answer: done.answer, answeredAt: done.at }
-        : { kind: 'reused' };
-    const claim = entry?.claim;
-    if (claim && claim.at + this.claimTtlMs > Date.now()) {
-      return claim.fingerprint === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };
-    }
-    return undefined;
-  }
-
-  private live(done: DoneRecord | undefined): DoneRecord | undefined {
-    return done && done.at + IDEMPOTENCY_KEY_TTL_MS > Date.now() ? done : undefined;
-  }
-
-  /**
-   * The fold every instance applies in partition order. A claim replaces
-   * another only once that one has expired, by the claims' own times, so all
-   * instances pick the same winner. A tombstone on a claim key (cleanup)
-   * never ends a live claim.
-   */
-  private apply(key: string, value: IdempotencyRecord | undefined): void {
-    const isClaimKey = key.startsWith(CLAIM_PREFIX);
-    const scope = isClaimKey ? key.slice(CLAIM_PREFIX.length) : key;
-    const entry = this.entries.get(scope) ?? {};
-    if (!isClaimKey) {
-      entry.done = value?.kind === 'done' ? value : undefined;
-    } else if (value?.kind === 'claim') {
-      if (!entry.claim || value.at >= entry.claim.at + this.claimTtlMs) entry.claim = value;
-    } else if (value?.kind === 'release') {
-      if (entry.claim?.claimId === value.claimId) entry.claim = undefined;
-    } else if (value === undefined && entry.claim && entry.claim.at + this.claimTtlMs <= Date.now()) {
-      entry.claim = undefined;
-    }
-    if (entry.done || entry.claim) this.entries.set(scope, entry);
-    else this.entries.delete(scope);
+    for (const r of extra) if (r.value !== null) this.fold.apply(r.key, decodeIdempotencyRecord(r.value));
   }
 
   /** A key's claims and answer go to one partition (its scope's), so one order decides between them. */

@@ -1,4 +1,5 @@
-import { IDEMPOTENCY_KEY_TTL_MS, IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
+import { IdempotencyKeys } from '../../src/idempotency/idempotency-keys';
+import { IDEMPOTENCY_KEY_TTL_MS } from '../../src/idempotency/key-fold';
 import type { IdempotencyRecord } from '../../src/idempotency/idempotency-records';
 import { capturedLogger, FakePublisher, FakeView } from './fakes';
 
