@@ -15,8 +15,9 @@ import { parseTraceparent, type TraceContext } from '../../src/tracing/trace-con
 import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
 import type { TaskTopics } from '../../src/tasks/task-events';
 import type { TaskRegistry } from '../../src/tasks/task-registry';
-import { parseTaskRequest, taskIdOfRequest } from '../../src/tasks/task-request';
-import { MOVED_FROM, moveRequest, TOO_LARGE, tooLargeRequest } from './request-moves';
+import { parseTaskRequest } from '../../src/tasks/task-request';
+import { moveRequest, TOO_LARGE, tooLargeRequest } from './request-moves';
+import { placeRequest, type Placement } from './request-placement';
 import {
   cancelKey,
   cancelledTaskId,
@@ -135,7 +136,7 @@ export class TaskRunner {
    * to move to its key's partition is moved at once: it neither runs nor waits behind the task's run here.
    */
   handleSerially(record: IncomingRecord, handBack: AbortSignal): Promise<void> {
-    const { taskId, keyed } = this.taskIdOf(record);
+    const { taskId, home } = this.placed(record);
     const traced = () => {
       // Its events, and the callbacks they lead to, belong to the request's trace.
       const span = this.tracer.start('run task', 'consumer', parseTraceparent(record.headers.traceparent), {
@@ -143,30 +144,11 @@ export class TaskRunner {
       });
       return this.handle(record, handBack, span.context).finally(() => span.end());
     };
-    return this.homeOf(record, taskId, keyed) === undefined ? this.perTask.run(taskId, traced) : traced();
+    return home === undefined ? this.perTask.run(taskId, traced) : traced();
   }
 
-  /**
-   * A request's task id (taskIdOfRequest). A key in UUID form with upper-case letters names a task in lower case; one
-   * that already names a task under the key as written (accepted before keys were lowered, still under way on an
-   * upgrade) keeps that name, so its run ends, and is not started again under the other.
-   */
-  private taskIdOf(record: IncomingRecord): { taskId: string; keyed: boolean } {
-    const named = taskIdOfRequest(record.key, record.partition, record.offset);
-    const asWritten = record.key;
-    if (!named.keyed || asWritten === null || asWritten === named.taskId) return named;
-    return this.deps.view.get(asWritten) === undefined ? named : { taskId: asWritten, keyed: true };
-  }
-
-  /**
-   * The partition a client's request must be moved to before it runs, or undefined when it runs where it is: on its
-   * key's partition, without a valid key, or moved already (partition counts that two runners see differently, while
-   * partitions are being added, must not send it back and forth).
-   */
-  private homeOf(record: IncomingRecord, taskId: string, keyed: boolean): number | undefined {
-    if (!keyed || record.headers[MOVED_FROM] !== undefined) return undefined;
-    const home = this.deps.partitionOfTask?.(taskId);
-    return home === record.partition ? undefined : home;
+  private placed(record: IncomingRecord): Placement {
+    return placeRequest(record, this.deps.view, this.deps.partitionOfTask);
   }
 
   /**
@@ -178,8 +160,7 @@ export class TaskRunner {
    * landed, two runners would each find no task and run it twice, each to a final event.
    */
   async handle(record: IncomingRecord, handBack: AbortSignal, trace?: TraceContext): Promise<void> {
-    const { taskId, keyed } = this.taskIdOf(record);
-    const home = this.homeOf(record, taskId, keyed);
+    const { taskId, keyed, home } = this.placed(record);
     for (let failures = 1; !handBack.aborted; failures += 1) {
       try {
         const tried =
