@@ -19,7 +19,8 @@ import {
   type ReadTaskEvent,
   TaskEventStream,
 } from './task-event-stream';
-import { TASK_ID_PARAMS, taskEventPageSchema, taskNotFound } from './task-schemas';
+import { taskEventPageSchema } from './task-event-schemas';
+import { TASK_ID_PARAMS, taskNotFound } from './task-schemas';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
 import type { TaskStore } from './task-store';
 import { addVary } from '../http/vary';
