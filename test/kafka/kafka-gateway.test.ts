@@ -11,18 +11,21 @@ const decodeN = (v: string) => JSON.parse(v) as { n: number };
 const N_IN_RESOURCES: ViewSpec<{ n: number }> = { topic: 'resources', decode: decodeN };
 const N_IN_SUBSCRIPTIONS: ViewSpec<{ n: number }> = { topic: 'subscriptions', decode: decodeN };
 
+const connect = (name: string, partitions: number) =>
+  connectKafka({
+    brokers: testBrokers(),
+    topicPrefix: uniquePrefix(name),
+    partitions,
+    timeoutMs: 10000,
+    processName: 'test',
+    logger,
+  });
+
 describe('the Kafka module on the real broker', () => {
   let kafka: KafkaGateway;
 
   beforeAll(async () => {
-    kafka = await connectKafka({
-      brokers: testBrokers(),
-      topicPrefix: uniquePrefix('gateway'),
-      partitions: 3,
-      timeoutMs: 10000,
-      processName: 'test',
-      logger,
-    });
+    kafka = await connect('gateway', 3);
   });
   afterAll(() => kafka.close());
 
@@ -39,14 +42,7 @@ describe('the Kafka module on the real broker', () => {
   });
 
   test("warmUp initializes the publisher's transactional ids before any write", async () => {
-    const fresh = await connectKafka({
-      brokers: testBrokers(),
-      topicPrefix: uniquePrefix('warm'),
-      partitions: 1,
-      timeoutMs: 10000,
-      processName: 'test',
-      logger,
-    });
+    const fresh = await connect('warm', 1);
     try {
       const publisher = fresh.publisher as FencingPublisher;
       expect(publisher.generation).toBeUndefined();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Producer, type Transaction } from 'kafkajs';
 import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
 import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
@@ -15,6 +15,33 @@ describe('writes while another writer holds a transaction open', () => {
   let api: RunningService;
   let zombie: Producer | undefined;
 
+  /**
+   * A transaction left open over every partition of `topic`, as a writer that died leaves it (`zombie`), with keys no
+   * view cares about. It stays uncommitted until the test ends it, or the coordinator after `transactionTimeout`.
+   */
+  async function holdOpen(topic: string, name: string, transactionTimeout?: number): Promise<Transaction> {
+    const kafka = new Kafka({ brokers: testBrokers(), clientId: `${prefix}${name}`, logLevel: logLevel.NOTHING });
+    zombie = kafka.producer({
+      transactionalId: `${prefix}${name}`,
+      transactionTimeout,
+      maxInFlightRequests: 1,
+      idempotent: true,
+    });
+    await zombie.connect();
+    const txn = await zombie.transaction();
+    // Connected and let go here: a client left connected would go on reconnecting in this jest worker, and a later
+    // suite that counts its own sockets (service-stop) would find it.
+    const admin = kafka.admin();
+    await admin.connect();
+    const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
+    await admin.disconnect();
+    await txn.send({
+      topic,
+      messages: partitions.map((p) => ({ partition: p.partitionId, key: `!zombie-${p.partitionId}`, value: null })),
+    });
+    return txn;
+  }
+
   beforeAll(async () => {
     api = await startTestService(prefix, { role: 'api', env: { KAFKA_TIMEOUT_MS: '2000' } });
   }, 180000);
@@ -25,22 +52,7 @@ describe('writes while another writer holds a transaction open', () => {
   }, 60000);
 
   test('POST /tasks answers 202 and GET finds each task, for longer than the view may trail its writes', async () => {
-    const kafka = new Kafka({ brokers: testBrokers(), clientId: `${prefix}zombie`, logLevel: logLevel.NOTHING });
-    zombie = kafka.producer({ transactionalId: `${prefix}zombie`, maxInFlightRequests: 1, idempotent: true });
-    await zombie.connect();
-    const txn = await zombie.transaction();
-    const topic = api.kafka.topics.tasks;
-    // Connected and let go here: a client left connected would go on reconnecting in this jest worker, and a later
-    // suite that counts its own sockets (service-stop) would find it.
-    const admin = kafka.admin();
-    await admin.connect();
-    const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
-    await admin.disconnect();
-    // Unkeyed-looking keys no view cares about; the records stay uncommitted for the whole test.
-    await txn.send({
-      topic,
-      messages: partitions.map((p) => ({ partition: p.partitionId, key: `zombie-${p.partitionId}`, value: null })),
-    });
+    const txn = await holdOpen(api.kafka.topics.tasks, 'zombie');
 
     // The view stops trailing quietly after 5 s (AHEAD_LIMIT_MS); ask for 8 s.
     const answers: { status: number; taskId?: string }[] = [];
@@ -73,32 +85,10 @@ describe('writes while another writer holds a transaction open', () => {
     "a keyed POST retried after its 503s is accepted once a dead writer's transaction timed out",
     async () => {
       const TXN_TIMEOUT_MS = 3000;
-      const topic = api.kafka.topics.idempotencyKeys;
-      const kafka = new Kafka({
-        brokers: testBrokers(),
-        clientId: `${prefix}keyed-zombie`,
-        logLevel: logLevel.NOTHING,
-      });
-      const admin = kafka.admin();
-      await admin.connect();
-      const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
-      await admin.disconnect();
       const body = { type: 'countdown', input: { steps: 1, stepMs: 0 } };
       for (let round = 0; round < 3; round += 1) {
-        const dead = kafka.producer({
-          transactionalId: `${prefix}keyed-zombie-${round}`,
-          transactionTimeout: TXN_TIMEOUT_MS,
-          maxInFlightRequests: 1,
-          idempotent: true,
-        });
-        zombie = dead;
-        await dead.connect();
-        const txn = await dead.transaction();
+        const txn = await holdOpen(api.kafka.topics.idempotencyKeys, `keyed-zombie-${round}`, TXN_TIMEOUT_MS);
         const opened = Date.now();
-        await txn.send({
-          topic,
-          messages: partitions.map((p) => ({ partition: p.partitionId, key: `!zombie-${p.partitionId}`, value: null })),
-        });
         const refusals: { status: number; type?: string; ms: number }[] = [];
         // One key, as a client retries after a 503: the refused attempts leave no claim that would make it a 409.
         const headers = { 'idempotency-key': randomUUID() };
@@ -117,7 +107,7 @@ describe('writes while another writer holds a transaction open', () => {
           expect(r.ms).toBeLessThan(2000 + 1500);
         }
         await txn.abort().catch(() => undefined);
-        await dead.disconnect();
+        await zombie?.disconnect();
         zombie = undefined;
       }
     },
