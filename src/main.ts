@@ -1,8 +1,10 @@
+import { join } from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config';
 import { LocalBrokerUnavailableError } from './embedded-kafka/local-broker-jars';
 import { startLocalBroker, type LocalBroker } from './embedded-kafka/local-broker';
 import { KAFKA_VERSION } from './embedded-kafka/kafka-version';
 import { prepareCacheDir } from './embedded-kafka/cache-dir';
+import { groupMembersFile } from './embedded-kafka/group-members-file';
 import { createLogger } from './logger';
 import { CONSUMER_ROLES } from '../consumers/roles';
 import { exampleResources, exampleTaskTypes } from './examples';
@@ -158,6 +160,7 @@ async function main(): Promise<void> {
           resources: exampleResources,
           taskTypes: exampleTaskTypes,
           consumers: CONSUMER_ROLES,
+          memberRecord: broker && groupMembersFile(join(broker.dataDir, 'group-members.json'), logger),
           beforeListen: async () => starting?.close(),
         }),
       (late) => late.stop(),

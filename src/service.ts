@@ -7,7 +7,7 @@ import { settlesWithin } from './lib/settles-within';
 import { listenFailure } from './startup/listen-errors';
 import { IdempotencyKeys } from './idempotency/idempotency-keys';
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
-import type { ConsumerHandle } from './kafka/types';
+import type { ConsumerHandle, GroupMemberRecord } from './kafka/types';
 import type { Logger } from './logger';
 import { Metrics } from './metrics/metrics';
 import { otlpTracer } from './tracing/otlp-tracer';
@@ -70,6 +70,8 @@ export interface ServiceOptions {
   taskTypes: TaskType[];
   /** the roles besides the api that this process may run; `role` picks among them */
   consumers: readonly ConsumerRole[];
+  /** where the consumer groups' members are kept across runs (main.ts: the embedded broker's folder) */
+  memberRecord?: GroupMemberRecord;
 }
 
 /** How long a stop waits for the spans still buffered to be exported. */
@@ -207,6 +209,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     timeoutMs: config.kafkaTimeoutMs,
     processName: role,
     logger,
+    memberRecord: options.memberRecord,
   });
   // Until the api listens (a bridge may deliver before), its configured address stands in for the one it gets.
   let listening: string | undefined;

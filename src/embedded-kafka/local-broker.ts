@@ -26,6 +26,8 @@ export interface LocalBrokerOptions {
 export interface LocalBroker {
   readonly bootstrap: string;
   readonly logFile: string;
+  /** its data folder, held by this process alone while it runs (a lock) */
+  readonly dataDir: string;
   /** the watchdog shell's (broker-jvm.ts); the JVM is its child: signal that one to freeze or kill the broker */
   readonly pid: number | undefined;
   /** a controlled shutdown, then SIGKILL after `graceMs` (default 20 s) if the JVM has not ended */
@@ -123,6 +125,7 @@ function running(
   return {
     bootstrap: `127.0.0.1:${port}`,
     logFile,
+    dataDir,
     pid: jvm.child.pid,
     died: jvm.exited.then(() => (stopping ? new Promise<void>(() => undefined) : undefined)),
     async stop(graceMs = 20000) {

@@ -185,6 +185,7 @@ export async function runGroupConsumer(
     }
     joinedAs = now;
     replaced.joined();
+    options.memberRecord?.joined(options.groupId, now.memberId);
     const assigned = new Set<string>();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const p of partitions) assigned.add(tp(topic, p));
@@ -334,6 +335,10 @@ export async function runGroupConsumer(
     ]);
   }
 
+  // A member of this process's previous run, killed, so it never left: the coordinator keeps it, and this first join
+  // waits until its session ends. It is taken out of the group as a replaced member is.
+  const previous = options.memberRecord?.previous(options.groupId);
+  if (previous !== undefined) replaced.replaced(previous, 'the previous run');
   await start();
   probe?.start();
   let stopped: Promise<void> | undefined;

@@ -17,6 +17,7 @@ import type {
   FencingPublisher,
   GroupConsumerHandle,
   GroupConsumerOptions,
+  GroupMemberRecord,
   PartitionLag,
   PartitionReader,
   Publisher,
@@ -33,6 +34,11 @@ export interface KafkaGatewayOptions {
   /** names this process in client ids and its transactional id */
   processName: string;
   logger: Logger;
+  /**
+   * Where the groups' members are kept across runs (the embedded broker's folder): a member of the previous run is
+   * taken out of its group at the next start, so that start's join does not wait a session for it.
+   */
+  memberRecord?: GroupMemberRecord;
 }
 
 /** Everything the service needs from Kafka, behind the interfaces of ./types. */
@@ -146,7 +152,8 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     partitionReader,
     partitionFor: (topic, key) => partitions.partitionFor(topic, key),
     async runGroupConsumer(consumerOptions) {
-      const handle = await runGroupConsumer(kafka, consumerOptions, logger, (topic) => highWatermarks.of(topic));
+      const withRecord = { memberRecord: options.memberRecord, ...consumerOptions };
+      const handle = await runGroupConsumer(kafka, withRecord, logger, (topic) => highWatermarks.of(topic));
       consumers.push({ group: consumerOptions.groupId, handle });
       return handle;
     },

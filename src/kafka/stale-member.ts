@@ -23,6 +23,8 @@ const GIVE_UP_AFTER_MS = 10 * 60000;
 interface StaleMember {
   groupId: string;
   memberId: string;
+  /** whose member it is, for the log */
+  whose: string;
   /** aborted once the member cannot hold anything up any longer (the consumer joined again, or stopped) */
   signal: AbortSignal;
 }
@@ -45,7 +47,7 @@ async function leaveStaleMember(kafka: Kafka, stale: StaleMember, logger: Logger
         await cluster.connect();
         const coordinator = await cluster.findGroupCoordinator({ groupId: stale.groupId });
         await coordinator.leaveGroup({ groupId: stale.groupId, memberId: stale.memberId });
-        logger.info({ groupId: stale.groupId, memberId: stale.memberId }, 'left the group for a replaced consumer');
+        logger.info({ groupId: stale.groupId, memberId: stale.memberId }, `left the group for ${stale.whose}`);
         return;
       } catch (err) {
         if (GONE.has((err as { type?: string }).type ?? '')) return;
@@ -74,11 +76,15 @@ export class ReplacedMembers {
   ) {}
 
   /** The consumer crashed; `memberId` is the latest join's (undefined: it never joined, nothing to leave). */
-  replaced(memberId: string | undefined): void {
+  replaced(memberId: string | undefined, whose = 'a replaced consumer'): void {
     if (memberId === undefined || this.leave?.memberId === memberId) return;
     this.leave?.done.abort();
     const done = new AbortController();
-    const leaving = leaveStaleMember(this.kafka, { groupId: this.groupId, memberId, signal: done.signal }, this.logger);
+    const leaving = leaveStaleMember(
+      this.kafka,
+      { groupId: this.groupId, memberId, whose, signal: done.signal },
+      this.logger,
+    );
     this.leave = { memberId, done, leaving };
   }
 

@@ -188,6 +188,16 @@ export interface CommitHold {
   release(): void;
 }
 
+/**
+ * Where a process keeps the member id of each of its groups' latest join, to find it again in its next run: a run
+ * that was killed never left its groups, and the first join of the next waits for that member's session to end.
+ */
+export interface GroupMemberRecord {
+  /** the member the previous run of this process last joined `groupId` as, if known */
+  previous(groupId: string): string | undefined;
+  joined(groupId: string, memberId: string): void;
+}
+
 export interface GroupConsumerOptions {
   groupId: string;
   topics: string[];
@@ -211,6 +221,8 @@ export interface GroupConsumerOptions {
    * `resumeAt` the offset they resume from. Not told for a partition the group has never committed.
    */
   onAssigned?(topic: string, partition: number, signal: AbortSignal, resumeAt: bigint): void;
+  /** this process's members of earlier runs; the gateway gives its own (KafkaGatewayOptions.memberRecord) */
+  memberRecord?: GroupMemberRecord;
 }
 
 /** What a PartitionReader hands over, in offset order; committed records only (read_committed). */

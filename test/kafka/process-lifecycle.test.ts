@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,71 +6,17 @@ import { loadConfig } from '../../src/config';
 import { formatStorage, serverProperties } from '../../src/embedded-kafka/broker-storage';
 import { javaMajorVersion, resolveBrokerJars } from '../../src/embedded-kafka/local-broker-jars';
 import { startChildService } from '../support/child-service';
+import { alive, brokerJvmOf, DIST, gone, run, startOnEmbedded } from '../support/embedded-process';
 import { uniquePrefix } from '../support/test-service';
 
-const DIST = join(__dirname, '../../dist/src');
 const hasJava = (javaMajorVersion() ?? 0) >= 17;
 const withJava = hasJava ? test : test.skip;
 if (!hasJava)
   console.warn('embedded-broker lifecycle tests skipped: they start brokers from the Kafka jars, which needs Java 17+');
 
-const alive = (pid: number) => spawnSync('kill', ['-0', String(pid)]).status === 0;
 const javaChildOf = (pid: number) =>
   Number(
     spawnSync('pgrep', ['-P', String(pid), 'java'], { encoding: 'utf8' })
-      .stdout.trim()
-      .split('\n')[0],
-  );
-
-async function gone(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (!alive(pid)) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return !alive(pid);
-}
-
-function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const waitFor = async (text: string | RegExp, timeoutMs: number) => {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const m = typeof text === 'string' ? (out.includes(text) ? [text] : null) : text.exec(out);
-      if (m) return m;
-      if (child.exitCode !== null) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`never saw ${text}; output:\n${out}`);
-  };
-  return { child, exited, waitFor, output: () => out };
-}
-
-/** `npm start` on the embedded default in its own cache folder, as a user runs it (port chosen by the system). */
-function startOnEmbedded(cacheDir: string) {
-  return run([join(DIST, 'main.js')], {
-    HOOKSTREAM_CACHE_DIR: cacheDir,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-  });
-}
-
-/** The pid of the Kafka JVM whose data is in `cacheDir` (0: none). */
-const brokerJvmOf = (cacheDir: string) =>
-  Number(
-    spawnSync('pgrep', ['-f', `${cacheDir}.*kafka.Kafka`], { encoding: 'utf8' })
       .stdout.trim()
       .split('\n')[0],
   );
