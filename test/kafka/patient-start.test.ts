@@ -22,6 +22,7 @@ import { brokersUnreachable } from '../../src/startup/broker-reachable';
 import { isKafkaNotReady } from '../../src/startup/kafka-not-ready';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from '../../src/startup/wait-for-kafka';
 import { silentServer } from '../support/silent-server';
+import { run } from '../support/embedded-process';
 import { TENANT_A_KEY, TENANT_B_KEY, uniquePrefix } from '../support/test-service';
 
 const MAIN = join(__dirname, '../../dist/src/main.js');
@@ -43,35 +44,7 @@ function accepts(port: number): Promise<boolean> {
 }
 
 /** `node dist/src/main.js …` with stdout and stderr collected together. */
-function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const waitFor = async (pattern: RegExp, timeoutMs: number, count = 1): Promise<RegExpMatchArray[]> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const matches = [...out.matchAll(new RegExp(pattern.source, `${pattern.flags.replace('g', '')}g`))];
-      if (matches.length >= count) return matches;
-      if (child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`never saw ${count} × ${pattern}; output:\n${out}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  /** the exit code, or 'running' if it has not exited within timeoutMs */
-  const exitWithin = (timeoutMs: number) =>
-    Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), timeoutMs).unref())]);
-  return { child, exited, waitFor, exitWithin, output: () => out };
-}
+const runMain = (args: string[], env: Record<string, string>) => run([MAIN, ...args], env);
 
 function roleEnv(brokers: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -303,7 +276,7 @@ describe('a patient start', () => {
     async () => {
       const port = await freePort();
       const httpPort = await freePort();
-      const app = run(['api'], roleEnv(`127.0.0.1:${port}`, { PORT: String(httpPort) }));
+      const app = runMain(['api'], roleEnv(`127.0.0.1:${port}`, { PORT: String(httpPort) }));
       let broker: LocalBroker | undefined;
       try {
         const waiting = new RegExp(
@@ -334,7 +307,7 @@ describe('a patient start', () => {
 
   test('with no broker, it exits 1 with one message when KAFKA_STARTUP_TIMEOUT_MS passes', async () => {
     const port = await freePort();
-    const app = run(['runner'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '3000' }));
+    const app = runMain(['runner'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '3000' }));
     expect(await app.exitWithin(60000)).toBe(1);
     expect(app.output()).toMatch(
       new RegExp(
@@ -353,7 +326,7 @@ describe('a patient start', () => {
     await new Promise<void>((r) => silentBroker.listen(0, '127.0.0.1', () => r()));
     const port = (silentBroker.address() as { port: number }).port;
     try {
-      const app = run(['runner'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '15000' }));
+      const app = runMain(['runner'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '15000' }));
       try {
         expect(await app.exitWithin(60000)).toBe(1);
         expect(app.output()).toMatch(
@@ -370,7 +343,7 @@ describe('a patient start', () => {
 
   test('while it waits for Kafka, PORT answers: /health/live 200, anything else a 503 not-ready Problem', async () => {
     const [kafkaPort, port] = [await freePort(), await freePort()];
-    const app = run(
+    const app = runMain(
       ['api'],
       roleEnv(`127.0.0.1:${kafkaPort}`, { PORT: String(port), KAFKA_STARTUP_TIMEOUT_MS: '60000' }),
     );
@@ -396,7 +369,7 @@ describe('a patient start', () => {
 
   test('SIGTERM while waiting for Kafka exits 0 without waiting out the limit', async () => {
     const port = await freePort();
-    const app = run(['bridge'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '120000' }));
+    const app = runMain(['bridge'], roleEnv(`127.0.0.1:${port}`, { KAFKA_STARTUP_TIMEOUT_MS: '120000' }));
     try {
       await app.waitFor(/waiting for Kafka at/, 30000);
       app.child.kill('SIGTERM');
@@ -413,7 +386,7 @@ describe('a patient start', () => {
     writeFileSync(file, '');
     try {
       const env = { ...roleEnv(''), KAFKA_BROKERS: '', HOOKSTREAM_CACHE_DIR: file };
-      const app = run([], env);
+      const app = runMain([], env);
       try {
         expect(await app.exitWithin(10000)).toBe(1);
         expect(app.output()).toContain(`HOOKSTREAM_CACHE_DIR=${JSON.stringify(file)} must be a folder`);
@@ -433,7 +406,7 @@ describe('a patient start', () => {
     try {
       // A broker that never answers: a process that found the port only when it listened would wait for it 20 s.
       const env = roleEnv(`127.0.0.1:${await freePort()}`, { PORT: String(port), KAFKA_STARTUP_TIMEOUT_MS: '20000' });
-      const app = run(['runner'], env);
+      const app = runMain(['runner'], env);
       try {
         expect(await app.exitWithin(10000)).toBe(1);
         expect(app.output()).toContain(`PORT ${port} on 127.0.0.1 is taken`);
@@ -454,7 +427,7 @@ describe('a patient start', () => {
     'a HOST that is %s exits 1 at once, naming HOST, no stack',
     async (_what, host, told) => {
       const env = roleEnv(`127.0.0.1:${await freePort()}`, { HOST: host, PORT: String(await freePort()) });
-      const app = run(['runner'], env);
+      const app = runMain(['runner'], env);
       try {
         expect(await app.exitWithin(20000)).toBe(1);
         expect(app.output()).toContain(`hookstream: HOST=${host} ${told}`);
@@ -472,7 +445,7 @@ describe('a patient start', () => {
       const cacheDir = cacheWithSharedJars('lock');
       const env = { HOOKSTREAM_CACHE_DIR: cacheDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
       const lockFile = join(cacheDir, 'data', 'default', 'hookstream.lock');
-      const first = run([], env);
+      const first = runMain([], env);
       try {
         const deadline = Date.now() + 30000;
         while (!existsSync(lockFile) && Date.now() < deadline && first.child.exitCode === null) {
@@ -480,7 +453,7 @@ describe('a patient start', () => {
         }
         expect(readFileSync(lockFile, 'utf8').split('\n')[0]).toBe(String(first.child.pid));
 
-        const second = run([], env);
+        const second = runMain([], env);
         expect(await second.exitWithin(30000)).toBe(1);
         const named = `hookstream: Another hookstream \\(pid ${first.child.pid}\\) is already running the embedded Kafka`;
         expect(second.output()).toMatch(new RegExp(named));

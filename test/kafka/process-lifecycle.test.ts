@@ -36,7 +36,7 @@ describe('process lifecycle', () => {
         '.then((b) => { console.log("watchdog=" + b.pid); setInterval(() => {}, 1000); });';
       const parent = run(['-e', script], {});
       try {
-        const [, watchdog] = (await parent.waitFor(/watchdog=(\d+)/, 120000)) as RegExpExecArray;
+        const [[, watchdog]] = await parent.waitFor(/watchdog=(\d+)/, 120000);
         const java = javaChildOf(Number(watchdog));
         expect(java).toBeGreaterThan(0);
         parent.child.kill('SIGKILL');

@@ -29,17 +29,24 @@ export function run(args: string[], env: Record<string, string>) {
     out += d.toString();
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const waitFor = async (text: string | RegExp, timeoutMs: number) => {
+  /** the first `count` matches of `text` in the output so far, once there are that many */
+  const waitFor = async (text: string | RegExp, timeoutMs: number, count = 1): Promise<RegExpMatchArray[]> => {
+    const pattern = typeof text === 'string' ? new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) : text;
+    const global = new RegExp(pattern.source, `${pattern.flags.replace('g', '')}g`);
     const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const m = typeof text === 'string' ? (out.includes(text) ? [text] : null) : text.exec(out);
-      if (m) return m;
-      if (child.exitCode !== null) break;
+    for (;;) {
+      const matches = [...out.matchAll(global)];
+      if (matches.length >= count) return matches;
+      if (child.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`never saw ${count} × ${String(text)}; output:\n${out}`);
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`never saw ${text}; output:\n${out}`);
   };
-  return { child, exited, waitFor, output: () => out };
+  /** the exit code, or 'running' if it has not exited within timeoutMs */
+  const exitWithin = (timeoutMs: number) =>
+    Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), timeoutMs).unref())]);
+  return { child, exited, waitFor, exitWithin, output: () => out };
 }
 
 /** `npm start` on the embedded default in its own cache folder, as a user runs it (port chosen by the system). */
