@@ -213,7 +213,6 @@ export class TaskRunner {
   async runOnce(job: Job, snapshot: TaskSnapshot, input: unknown): Promise<Try> {
     const type = this.deps.registry.get(snapshot.type);
     if (!type) throw new Error(`unknown type ${snapshot.type}`);
-    if (this.deps.view.get(cancelKey(snapshot.taskId))) return this.cancelUnstarted(job, snapshot);
     // One deadline per task, from its first start: a run again after a runner died gets what is left of it, so a
     // task that kills its runners still ends. Runners' clocks are compared here; they are assumed in sync.
     const timeoutMs = type.timeoutMs ?? this.deps.taskTimeoutMs;
@@ -221,7 +220,10 @@ export class TaskRunner {
     // A start on a clock ahead of this one gives no more than a whole deadline; an unreadable one, a whole one.
     const leftMs = Number.isFinite(firstStart) ? Math.min(timeoutMs, firstStart + timeoutMs - Date.now()) : timeoutMs;
     const clock: RunClock = { deadlineAt: Date.now() + leftMs, timeoutMs, runSince: performance.now() };
+    // The deadline before a cancel: a cancel the api accepted after it (no runner was up to end the task) does not
+    // win; endUnstarted's decision looks for one accepted before it.
     if (leftMs <= 0) return this.endUnstarted(job, snapshot, timedOutOutcome(timeoutMs), clock);
+    if (this.deps.view.get(cancelKey(snapshot.taskId))) return this.cancelUnstarted(job, snapshot);
     const attempt = snapshot.attempt + 1;
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
     const started = { status: 'running' as const, attempt, startedAt: snapshot.startedAt ?? isoNow() };
