@@ -221,7 +221,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const stopConsumers = () => Promise.all(consumers.map((c) => c.stop()));
   try {
     if (runs(role, 'api')) {
-      kafka.warmUp();
+      void kafka.warmUp();
       api = await apiRole(k);
     }
     for (const consumer of options.consumers) if (runs(role, consumer.role)) consumers.push(await consumer.start(k));

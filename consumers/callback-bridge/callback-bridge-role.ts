@@ -9,21 +9,29 @@ import { startCallbackBridge } from './callback-bridge';
 export const callbackBridgeRole: ConsumerRole = {
   role: 'bridge',
   async start({ kafka, config, logger, metrics, tracer }) {
+    // A callback's attempt is recorded after it is sent, and a crash sends again what was not recorded. The
+    // publisher's first write also initializes its transactional ids (about half a second): a bridge killed that
+    // soon after its start sent again every callback of its life. They are initialized while the views are read.
+    const warming = kafka.warmUp();
+    const cursors = await kafka.view(BACKLOG_CURSORS_VIEW);
+    // The api's view of the same topic, in role all: one reading of it per process.
+    const delivered = new DeliveredCallbacks(await kafka.view(DELIVERIES_VIEW));
+    const subscriptions = await SubscriptionStore.open(kafka, {
+      publisher: kafka.publisher,
+      topic: kafka.topics.subscriptions,
+      cursorTopic: kafka.topics.callbackBacklogs,
+      timeoutMs: config.kafkaTimeoutMs,
+    });
+    await warming;
     return startCallbackBridge({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
       reader: kafka.partitionReader,
-      cursors: await kafka.view(BACKLOG_CURSORS_VIEW),
-      // The api's view of the same topic, in role all: one reading of it per process.
-      delivered: new DeliveredCallbacks(await kafka.view(DELIVERIES_VIEW)),
+      cursors,
+      delivered,
       publisher: kafka.publisher,
       logger,
       topics: kafka.topics,
-      subscriptions: await SubscriptionStore.open(kafka, {
-        publisher: kafka.publisher,
-        topic: kafka.topics.subscriptions,
-        cursorTopic: kafka.topics.callbackBacklogs,
-        timeoutMs: config.kafkaTimeoutMs,
-      }),
+      subscriptions,
       groupId: `${config.topicPrefix}callback-bridge`,
       allowPrivate: config.callbacks.allowPrivate,
       concurrency: config.callbacks.concurrency,

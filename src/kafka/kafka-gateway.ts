@@ -70,9 +70,10 @@ export interface KafkaGateway extends ViewSource {
   /**
    * Initializes the publisher's transactional ids in the background (FindCoordinator, InitProducerId, for each):
    * begun while the views are read at start, it is over before the first request, which no longer pays for it.
-   * A failure is left to the first write, which initializes them as before.
+   * A failure is left to the first write, which initializes them as before. Settles once they are initialized, or
+   * that failed; never rejects.
    */
-  warmUp(): void;
+  warmUp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -159,9 +160,12 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     },
     consumerLag: () => consumers.flatMap(({ group, handle }) => handle.lag().map((l) => ({ group, ...l }))),
     warmUp() {
-      publisher.settled().catch((err: unknown) => {
-        logger.debug({ err }, 'transactional ids not initialized at start; the first write initializes them');
-      });
+      return publisher.settled().then(
+        () => undefined,
+        (err: unknown) => {
+          logger.debug({ err }, 'transactional ids not initialized at start; the first write initializes them');
+        },
+      );
     },
     async close() {
       await Promise.all(consumers.map((c) => c.handle.stop()));
