@@ -3,11 +3,11 @@ import { RecordTooLargeError } from '../../src/kafka/record-size';
 import { pause } from '../../src/lib/abortable-sleep';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
 import { problem } from '../../src/problems/problem-detail';
+import { cutError } from '../../src/problems/error-text';
 import { acceptTask, type NewTask } from '../../src/tasks/task-acceptance';
 import type { ParsedRequest } from '../../src/tasks/task-request';
 import { isSnapshot, type TaskRecord, type TaskSnapshot } from '../../src/tasks/task-snapshot';
 import type { FinalEventWriter, FinalJob } from './final-event';
-import { refusalError } from './refusal-errors';
 import { TaskJournal, type ExecutionDeps } from './task-execution';
 
 /** What one record's handling needs: where it came from and who may write for it. */
@@ -63,7 +63,7 @@ export class RequestIntake {
     const detail = keyed
       ? 'The task request is invalid; see errors.'
       : 'The task request has no valid key (task id); see errors.';
-    const failure = problem('task-request-invalid', detail, { errors: parsed.errors.map(refusalError) });
+    const failure = problem('task-request-invalid', detail, { errors: parsed.errors.map(cutError) });
     return this.deps.finals.finish(job, new TaskJournal(snapshot, job.exec), {
       kind: 'task.failed',
       data: { problem: failure },

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { cutError } from '../problems/error-text';
 import { fieldErrors, listedErrors, problem } from '../problems/problem-detail';
 import { RepeatedFailures } from './repeated-failures';
 import { problemKindOf, ProblemError, type KindedError } from '../problems/problem-error';
@@ -69,7 +70,7 @@ function toProblemError(err: FastifyError | Error): ProblemError | undefined {
  */
 const listsEveryElement = new Set<ProblemKind>(['bulk-failed', 'bulk-partially-failed']);
 const answerErrors = (err: ProblemError) =>
-  listsEveryElement.has(err.kind) ? err.options.errors : listedErrors(err.options.errors ?? []);
+  (listsEveryElement.has(err.kind) ? (err.options.errors ?? []) : listedErrors(err.options.errors ?? [])).map(cutError);
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: ProblemError): FastifyReply {
   const body = problem(err.kind, err.detail, {

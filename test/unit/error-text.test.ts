@@ -1,4 +1,4 @@
-import { cutText, MAX_ERROR_TEXT_BYTES, refusalError } from '../../consumers/task-runner/refusal-errors';
+import { cutError, cutText, MAX_ERROR_TEXT_BYTES } from '../../src/problems/error-text';
 import { isWellFormed } from '../../src/lib/ill-formed-text';
 import { problem } from '../../src/problems/problem-detail';
 
@@ -27,7 +27,7 @@ test('a cut never leaves half a surrogate pair', () => {
 
 test("an error's detail and instance are cut, the rest kept", () => {
   const name = `/input/${'\u0001'.repeat(2000)}`;
-  const error = refusalError(problem('invalid-field', `${name} is not a known field`, { instance: name }));
+  const error = cutError(problem('invalid-field', `${name} is not a known field`, { instance: name }));
   expect(error).toMatchObject({ type: 'https://hookstream.dev/problems/invalid-field', status: 400 });
   expect(bytesAsJson(error.detail)).toBeLessThanOrEqual(MAX_ERROR_TEXT_BYTES);
   expect(bytesAsJson(error.instance as string)).toBeLessThanOrEqual(MAX_ERROR_TEXT_BYTES);
