@@ -13,15 +13,19 @@ export const callbackBridgeRole: ConsumerRole = {
     // publisher's first write also initializes its transactional ids (about half a second): a bridge killed that
     // soon after its start sent again every callback of its life. They are initialized while the views are read.
     const warming = kafka.warmUp();
-    const cursors = await kafka.view(BACKLOG_CURSORS_VIEW);
-    // The api's view of the same topic, in role all: one reading of it per process.
-    const delivered = new DeliveredCallbacks(await kafka.view(DELIVERIES_VIEW));
-    const subscriptions = await SubscriptionStore.open(kafka, {
-      publisher: kafka.publisher,
-      topic: kafka.topics.subscriptions,
-      cursorTopic: kafka.topics.callbackBacklogs,
-      timeoutMs: config.kafkaTimeoutMs,
-    });
+    // Read side by side: each waits mostly for its topic's end offsets and fetches.
+    const [cursors, deliveries, subscriptions] = await Promise.all([
+      kafka.view(BACKLOG_CURSORS_VIEW),
+      // The api's view of the same topic, in role all: one reading of it per process.
+      kafka.view(DELIVERIES_VIEW),
+      SubscriptionStore.open(kafka, {
+        publisher: kafka.publisher,
+        topic: kafka.topics.subscriptions,
+        cursorTopic: kafka.topics.callbackBacklogs,
+        timeoutMs: config.kafkaTimeoutMs,
+      }),
+    ]);
+    const delivered = new DeliveredCallbacks(deliveries);
     await warming;
     return startCallbackBridge({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
