@@ -4,6 +4,7 @@ import { BACKLOG_CURSORS_VIEW } from '../../src/subscriptions/backlog-cursor';
 import { DELIVERIES_VIEW } from '../../src/subscriptions/delivery-attempt';
 import { DeliveredCallbacks } from './delivered-callbacks';
 import { startCallbackBridge } from './callback-bridge';
+import { settlesWithin } from '../../src/lib/settles-within';
 
 /** The bridge role: wires the callback bridge from the process's kernel. */
 export const callbackBridgeRole: ConsumerRole = {
@@ -13,8 +14,9 @@ export const callbackBridgeRole: ConsumerRole = {
     // publisher's first write also initializes its transactional ids (about half a second): a bridge killed that
     // soon after its start sent again every callback of its life. They are initialized while the views are read.
     const warming = kafka.warmUp();
-    // Read side by side: each waits mostly for its topic's end offsets and fetches.
-    const [cursors, deliveries, subscriptions] = await Promise.all([
+    // Read side by side: each waits mostly for its topic's end offsets and fetches. All of them settle before a
+    // failure is thrown, so a failed start's close finds none still opening connections.
+    const opened = await Promise.allSettled([
       kafka.view(BACKLOG_CURSORS_VIEW),
       // The api's view of the same topic, in role all: one reading of it per process.
       kafka.view(DELIVERIES_VIEW),
@@ -24,14 +26,15 @@ export const callbackBridgeRole: ConsumerRole = {
         cursorTopic: kafka.topics.callbackBacklogs,
         timeoutMs: config.kafkaTimeoutMs,
       }),
-    ]);
-    const delivered = new DeliveredCallbacks(deliveries);
-    await warming;
+    ] as const);
+    const [cursors, deliveries, subscriptions] = fulfilled(opened);
+    // Bounded: a warm-up is a head start, and a coordinator slow to answer must not hold the start up beyond it.
+    await settlesWithin(warming, config.kafkaTimeoutMs);
     return startCallbackBridge({
       runGroupConsumer: (o) => kafka.runGroupConsumer(o),
       reader: kafka.partitionReader,
       cursors,
-      delivered,
+      delivered: new DeliveredCallbacks(deliveries),
       publisher: kafka.publisher,
       logger,
       topics: kafka.topics,
@@ -51,4 +54,11 @@ export const callbackBridgeRole: ConsumerRole = {
 
 function callbackBase(publicUrl: string | undefined): (() => string) | undefined {
   return publicUrl === undefined ? undefined : () => publicUrl;
+}
+
+/** The values, once every one settled; the first failure when one did not. */
+function fulfilled<T extends readonly unknown[]>(results: { [K in keyof T]: PromiseSettledResult<T[K]> }): T {
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }

@@ -339,7 +339,13 @@ export async function runGroupConsumer(
   // waits until its session ends. It is taken out of the group as a replaced member is.
   const previous = options.memberRecord?.previous(options.groupId);
   if (previous !== undefined) replaced.replaced(previous, 'the previous run');
-  await start();
+  try {
+    await start();
+  } catch (err) {
+    // A failed start leaves nothing running behind it (start-up tries again): the leave's retries neither.
+    await replaced.stop();
+    throw err;
+  }
   probe?.start();
   let stopped: Promise<void> | undefined;
   return {

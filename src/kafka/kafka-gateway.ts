@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Admin } from 'kafkajs';
 import type { Logger } from '../logger';
 import { runGroupConsumer } from './group-consumer';
+import type { GroupMemberRecord } from './stale-member';
 import { HighWatermarks } from './high-watermarks';
 import { createKafkaClient } from './kafka-client';
 import { KafkaHealth } from './kafka-health';
@@ -17,7 +18,6 @@ import type {
   FencingPublisher,
   GroupConsumerHandle,
   GroupConsumerOptions,
-  GroupMemberRecord,
   PartitionLag,
   PartitionReader,
   Publisher,

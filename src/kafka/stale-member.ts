@@ -16,6 +16,16 @@ interface CoordinatorCluster {
 /** What answers that the member is no longer in the group: nothing is left to remove. */
 const GONE = new Set(['UNKNOWN_MEMBER_ID', 'GROUP_ID_NOT_FOUND']);
 
+/**
+ * Where a process keeps the member id of each of its groups' latest join, to find it again in its next run: a run
+ * that was killed never left its groups, and the first join of the next waits for that member's session to end.
+ */
+export interface GroupMemberRecord {
+  /** the member the previous run of this process last joined `groupId` as, if known */
+  previous(groupId: string): string | undefined;
+  joined(groupId: string, memberId: string): void;
+}
+
 const RETRY_MS = 500;
 /** Given up after this (an outage this long): the coordinator then expires the member a session after it is back. */
 const GIVE_UP_AFTER_MS = 10 * 60000;
@@ -51,7 +61,7 @@ async function leaveStaleMember(kafka: Kafka, stale: StaleMember, logger: Logger
         return;
       } catch (err) {
         if (GONE.has((err as { type?: string }).type ?? '')) return;
-        logger.debug({ groupId: stale.groupId, err }, 'leaving the group for a replaced consumer failed; trying again');
+        logger.debug({ groupId: stale.groupId, err }, `leaving the group for ${stale.whose} failed; trying again`);
       }
       await pause(RETRY_MS, stale.signal);
     }

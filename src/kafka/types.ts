@@ -1,6 +1,7 @@
 import type { KindedError } from '../problems/problem-error';
 import type { Topics } from './topics';
 import type { MembershipLease } from './membership-lease';
+import type { GroupMemberRecord } from './stale-member';
 /**
  * The small interfaces the rest of the code sees. Only src/kafka/ knows these
  * are backed by kafkajs, so the client library can be swapped.
@@ -186,16 +187,6 @@ export interface CommitHold {
   /** raises the hold (never lowers it) */
   moveTo(offset: bigint): void;
   release(): void;
-}
-
-/**
- * Where a process keeps the member id of each of its groups' latest join, to find it again in its next run: a run
- * that was killed never left its groups, and the first join of the next waits for that member's session to end.
- */
-export interface GroupMemberRecord {
-  /** the member the previous run of this process last joined `groupId` as, if known */
-  previous(groupId: string): string | undefined;
-  joined(groupId: string, memberId: string): void;
 }
 
 export interface GroupConsumerOptions {

@@ -18,7 +18,7 @@ export interface PidLock {
   release(): void;
 }
 
-interface Holder {
+export interface Holder {
   pid: number;
   /** the holder's start time in clock ticks since boot (Linux), so a reused pid is not mistaken for it */
   startTime: string | undefined;
@@ -48,7 +48,13 @@ function readHolder(file: string): Holder | undefined {
   return /^\d+$/.test(pid) ? { pid: Number(pid), startTime: startTime || undefined } : { pid: 0, startTime: undefined };
 }
 
-function alive(holder: Holder): boolean {
+/** This process as a lock file names it: its pid and start time. */
+export function thisProcess(): Holder {
+  return { pid: process.pid, startTime: startTimeOf(process.pid) };
+}
+
+/** Whether the process a lock file (or a file written like one) names still runs: the same pid, started then. */
+export function alive(holder: Holder): boolean {
   if (holder.pid <= 0) return false;
   if (holder.pid === process.pid) return true;
   try {

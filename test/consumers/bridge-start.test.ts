@@ -17,7 +17,7 @@ describe('callback bridge start', () => {
     await receiver?.stop();
   });
 
-  test('its publisher is initialized before its first callback is answered, so the attempt is recorded at once', async () => {
+  test('its publisher is initialized by its start, before its first callback is answered', async () => {
     const prefix = uniquePrefix('bridge-start');
     const api = await startTestService(prefix, { role: 'api' });
     started.push(api);

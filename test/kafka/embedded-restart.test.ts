@@ -91,7 +91,8 @@ describe('restart on the embedded default', () => {
         await second.waitFor('hookstream is running', 180000);
         const left = leftForPreviousRun(second.output());
         for (const group of GROUPS) expect(left.get(group)).toBe(before.get(group)?.[0]);
-        const after = await eachGroupStable(bootstrap);
+        const bootstrapNow = /Kafka: +(127\.0\.0\.1:\d+)/.exec(second.output())?.[1] as string;
+        const after = await eachGroupStable(bootstrapNow);
         for (const group of GROUPS) {
           expect(after.get(group)).toHaveLength(1);
           expect(after.get(group)).not.toContain(before.get(group)?.[0]);

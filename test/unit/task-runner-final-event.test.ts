@@ -210,11 +210,11 @@ describe('task runner: one deadline per task, counted from its first start', () 
 
   // The runner was down at the deadline, so the api, which does not judge deadlines, may accept a cancel after it.
   test.each([
-    ['after', 500, 'task.failed'],
-    ['before', 30000, 'task.cancelled'],
+    ['after', 'task.failed', 500],
+    ['before', 'task.cancelled', 30000],
   ])(
     'a rerun past the deadline with a cancel accepted %s the deadline ends %s',
-    async (_, agoMs, final) => {
+    async (_, final, agoMs) => {
       const log = new FakeLog();
       const runs: string[] = [];
       const handle = await runner(log, [patient(runs)]);
