@@ -55,7 +55,13 @@ export function nextOffsetAfter(data: FetchedPartition): bigint | undefined {
   return BigInt(last.batchContext.firstOffset) + BigInt(last.batchContext.lastOffsetDelta) + 1n;
 }
 
-export function asIncoming(topic: string, partition: number, m: FetchedMessage): IncomingRecord {
+/** What a record is read from: a fetch's answer here, or kafkajs's consumer (whose header values may be strings). */
+type RecordFields = Pick<FetchedMessage, 'offset' | 'key' | 'value' | 'timestamp'> & {
+  headers?: Record<string, unknown>;
+};
+
+/** A fetched record as the project's handlers and readers take it; header values as strings, those absent left out. */
+export function asIncoming(topic: string, partition: number, m: RecordFields): IncomingRecord {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
   return {

@@ -8,10 +8,11 @@ import { handleUntilDone } from './handle-until-done';
 import { ReplacedMembers } from './stale-member';
 import { continuesFrom, type JoinedAs } from './join-continuity';
 import { InFlightSlots } from './in-flight-slots';
-import { LagProbe, tp, type LagSources } from './lag-probe';
+import { asIncoming } from './fetched-records';
+import { heldLag, LagProbe, tp, type FetchedTo, type LagSources } from './lag-probe';
 import { watchMembership } from './membership-events';
 import { PartitionProgress } from './partition-progress';
-import type { GroupConsumerHandle, GroupConsumerOptions, IncomingRecord, PartitionLag } from './types';
+import type { GroupConsumerHandle, GroupConsumerOptions } from './types';
 
 /** What kafkajs tells of a completed join (its GROUP_JOIN event). */
 interface GroupJoin {
@@ -27,20 +28,6 @@ export class HandBack extends Error {
     super(`work handed back: ${why}`);
     this.name = 'HandBack';
   }
-}
-
-/** The highest of what is known (undefined: nothing is). */
-const latest = (...known: (bigint | undefined)[]) =>
-  known.reduce<bigint | undefined>(
-    (max, k) => (k !== undefined && (max === undefined || k > max) ? k : max),
-    undefined,
-  );
-
-/** kafkajs's header values (Buffers, or arrays of them for a repeated name) as strings. */
-function stringHeaders(raw: EachMessagePayload['message']['headers']): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const name in raw) headers[name] = String(raw[name]);
-  return headers;
 }
 
 /**
@@ -68,7 +55,7 @@ export async function runGroupConsumer(
   /** when the latest fetch was answered: everything it brought was committed before */
   let fetchedAt = 0;
   /** per partition: its high watermark at the latest fetch, and the offset that fetch read up to (markers too) */
-  const fetched = new Map<string, { topic: string; partition: number; highWatermark: bigint; to: bigint }>();
+  const fetched = new Map<string, FetchedTo>();
 
   /** counts assignments: an answer about the partitions of an older one is not acted on */
   let joins = 0;
@@ -269,16 +256,7 @@ export async function runGroupConsumer(
     work.set(key, w);
     w.start(offset);
     const signal = w.signal;
-    const record: IncomingRecord = {
-      topic,
-      partition,
-      offset: message.offset,
-      key: message.key?.toString() ?? null,
-      value: message.value?.toString() ?? null,
-      headers: stringHeaders(message.headers),
-      timestamp: message.timestamp,
-      receivedAt: fetchedAt || Date.now(),
-    };
+    const record = { ...asIncoming(topic, partition, message), receivedAt: fetchedAt || Date.now() };
     const holdCommit = (at: bigint) => w.hold(at, () => commit(topic, partition, w));
     const job: Promise<void> = handleUntilDone(options.handle, record, signal, holdCommit, logger)
       .finally(() => {
@@ -290,25 +268,6 @@ export async function runGroupConsumer(
       })
       .finally(() => running.delete(job));
     running.add(job);
-  }
-
-  /**
-   * Per partition held: from the oldest unfinished record (or, with none, from where the fetch got to, or the group
-   * committed) to the partition's end, as the latest fetch or lag probe knew it.
-   */
-  function lag(): PartitionLag[] {
-    const lags: PartitionLag[] = [];
-    for (const key of assignment) {
-      const f = fetched.get(key);
-      const w = work.get(key);
-      const end = latest(f?.highWatermark, probe?.ends.get(key));
-      const read = latest(w?.low, f?.to, probe?.committed.get(key));
-      const from = w?.unfinished ? w.commitPoint : read !== undefined && read < 0n ? 0n : read;
-      if (end === undefined || from === undefined) continue;
-      const [topic, partition] = key.split('\u0000');
-      lags.push({ topic, partition: Number(partition), lag: Math.max(0, Number(end - from)) });
-    }
-    return lags;
   }
 
   /** At most 10 s in all (the grace included): the process's own stop is bounded at 15 s (src/main.ts). */
@@ -349,7 +308,7 @@ export async function runGroupConsumer(
   probe?.start();
   let stopped: Promise<void> | undefined;
   return {
-    lag,
+    lag: () => heldLag(assignment, fetched, work, probe),
     stop: () => (stopped ??= stopOnce()),
   };
 }

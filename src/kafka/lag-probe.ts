@@ -1,4 +1,5 @@
 import type { Logger } from '../logger';
+import type { PartitionLag } from './types';
 
 /** How often a running consumer asks where its partitions end: a scrape reads the latest answer, never Kafka. */
 export const LAG_PROBE_MS = 3000;
@@ -63,4 +64,51 @@ export class LagProbe {
       this.logger.debug({ err, topics: this.topics }, 'lag probe failed; the lag shows the last answer');
     }
   }
+}
+
+/** What the latest fetch of a partition told: its high watermark, and the offset it read up to (markers too). */
+export interface FetchedTo {
+  topic: string;
+  partition: number;
+  highWatermark: bigint;
+  to: bigint;
+}
+
+/** Where a member's work on a partition stands (PartitionProgress). */
+interface WorkOn {
+  /** the oldest unfinished offset, or (with none) one past the highest started */
+  readonly low: bigint;
+  readonly unfinished: boolean;
+  readonly commitPoint: bigint;
+}
+
+/** The highest of what is known (undefined: nothing is). */
+const latest = (...known: (bigint | undefined)[]) =>
+  known.reduce<bigint | undefined>(
+    (max, k) => (k !== undefined && (max === undefined || k > max) ? k : max),
+    undefined,
+  );
+
+/**
+ * Per partition held: from the oldest unfinished record (or, with none, from where the fetch got to, or the group
+ * committed) to the partition's end, as the latest fetch or lag probe knew it.
+ */
+export function heldLag(
+  assignment: Set<string>,
+  fetched: Map<string, FetchedTo>,
+  work: Map<string, WorkOn>,
+  probe: LagProbe | undefined,
+): PartitionLag[] {
+  const lags: PartitionLag[] = [];
+  for (const key of assignment) {
+    const f = fetched.get(key);
+    const w = work.get(key);
+    const end = latest(f?.highWatermark, probe?.ends.get(key));
+    const read = latest(w?.low, f?.to, probe?.committed.get(key));
+    const from = w?.unfinished ? w.commitPoint : read !== undefined && read < 0n ? 0n : read;
+    if (end === undefined || from === undefined) continue;
+    const [topic, partition] = key.split('\u0000');
+    lags.push({ topic, partition: Number(partition), lag: Math.max(0, Number(end - from)) });
+  }
+  return lags;
 }
