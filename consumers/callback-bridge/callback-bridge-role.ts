@@ -16,7 +16,7 @@ export const callbackBridgeRole: ConsumerRole = {
     const warming = kafka.warmUp();
     // Read side by side: each waits mostly for its topic's end offsets and fetches. All of them settle before a
     // failure is thrown, so a failed start's close finds none still opening connections.
-    const opened = await Promise.allSettled([
+    const opening = [
       kafka.view(BACKLOG_CURSORS_VIEW),
       // The api's view of the same topic, in role all: one reading of it per process.
       kafka.view(DELIVERIES_VIEW),
@@ -26,8 +26,9 @@ export const callbackBridgeRole: ConsumerRole = {
         cursorTopic: kafka.topics.callbackBacklogs,
         timeoutMs: config.kafkaTimeoutMs,
       }),
-    ] as const);
-    const [cursors, deliveries, subscriptions] = fulfilled(opened);
+    ] as const;
+    await Promise.allSettled(opening);
+    const [cursors, deliveries, subscriptions] = await Promise.all(opening);
     // Bounded: a warm-up is a head start, and a coordinator slow to answer must not hold the start up beyond it.
     await settlesWithin(warming, config.kafkaTimeoutMs);
     return startCallbackBridge({
@@ -54,11 +55,4 @@ export const callbackBridgeRole: ConsumerRole = {
 
 function callbackBase(publicUrl: string | undefined): (() => string) | undefined {
   return publicUrl === undefined ? undefined : () => publicUrl;
-}
-
-/** The values, once every one settled; the first failure when one did not. */
-function fulfilled<T extends readonly unknown[]>(results: { [K in keyof T]: PromiseSettledResult<T[K]> }): T {
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
