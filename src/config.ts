@@ -1,49 +1,26 @@
-import { randomBytes } from 'node:crypto';
-import { isIP } from 'node:net';
-import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
-
 /**
  * The one place that reads the environment. Every setting is validated here,
  * defaults live here, and the result is passed down as a plain object.
  */
 
-export type Role = 'all' | 'api' | 'runner' | 'bridge';
-export const ROLES: readonly Role[] = ['all', 'api', 'runner', 'bridge'];
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { ConfigError, EnvReader, type Env } from './config-reader';
+import {
+  LOG_LEVELS,
+  ROLES,
+  type ApiKeys,
+  type Config,
+  type HttpLimits,
+  type LogLevel,
+  type Role,
+  type TracingConfig,
+} from './config-types';
 
-export interface ApiKeys {
-  /** api key → tenant */
-  readonly byKey: ReadonlyMap<string, string>;
-  /** true when no API_KEYS was set and a development key was generated */
-  readonly generated: boolean;
-}
-
-export interface CallbackConfig {
-  allowPrivate: boolean;
-  timeoutMs: number;
-  maxAttempts: number;
-  backoffBaseMs: number;
-  backoffMaxMs: number;
-  concurrency: number;
-  /** callbacks one subscription's lane holds in memory; the rest are read again from Kafka (at most concurrency) */
-  laneBuffer: number;
-}
-
-/** Bounds on what one HTTP client can hold: slow headers and bodies, idle sockets, connections. */
-export interface HttpLimits {
-  /** the whole request, headers and body, must arrive within this (408 after) */
-  requestTimeoutMs: number;
-  /** the headers must arrive within this (408 after); at most requestTimeoutMs */
-  headersTimeoutMs: number;
-  /** an idle keep-alive connection is closed after this */
-  keepAliveTimeoutMs: number;
-  /** a connection silent both ways this long is closed: receiving, plus the longest a handler waits for Kafka */
-  idleTimeoutMs: number;
-  /** further connections are dropped at once */
-  maxConnections: number;
-}
+export { ConfigError, ROLES };
+export type { ApiKeys, CallbackConfig, Config, HttpLimits, LogLevel, Role, TracingConfig } from './config-types';
 
 /** Slack on top of receiving and KAFKA_TIMEOUT_MS before a silent connection is closed. */
 const IDLE_SLACK_MS = 5000;
@@ -57,7 +34,7 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   idleTimeoutMs: 30000 + 5000 + IDLE_SLACK_MS,
 };
 
-function parseCallbacks(r: Reader): Config['callbacks'] {
+function parseCallbacks(r: EnvReader): Config['callbacks'] {
   const concurrency = r.int('CALLBACK_CONCURRENCY', 10000, 1, 1000000);
   const backoffBaseMs = r.int('CALLBACK_BACKOFF_BASE_MS', 1000, 1, 3600000);
   const backoffMaxMs = r.int('CALLBACK_BACKOFF_MAX_MS', 300000, 1, 86400000);
@@ -78,7 +55,7 @@ function parseCallbacks(r: Reader): Config['callbacks'] {
   };
 }
 
-function parseHttpLimits(r: Reader, kafkaTimeoutMs: number): HttpLimits {
+function parseHttpLimits(r: EnvReader, kafkaTimeoutMs: number): HttpLimits {
   const d = DEFAULT_HTTP_LIMITS;
   const requestTimeoutMs = r.int('HTTP_REQUEST_TIMEOUT_MS', d.requestTimeoutMs, 100, 3600000);
   const headersTimeoutMs = r.int('HTTP_HEADERS_TIMEOUT_MS', d.headersTimeoutMs, 100, 3600000);
@@ -96,52 +73,11 @@ function parseHttpLimits(r: Reader, kafkaTimeoutMs: number): HttpLimits {
   };
 }
 
-export interface Config {
-  port: number;
-  host: string;
-  /** undefined → start the embedded local broker, where embeddedKafka allows it */
-  kafkaBrokers: string[] | undefined;
-  /** false where no Java is meant to be (the image): then KAFKA_BROKERS is required */
-  embeddedKafka: boolean;
-  tracing: TracingConfig;
-  topicPrefix: string;
-  topicPartitions: number;
-  apiKeys: ApiKeys;
-  role: Role;
-  logLevel: LogLevel;
-  /** where the embedded broker's jars, data and logs live (outside the repo) */
-  cacheDir: string;
-  /** bound on any request that needs Kafka before it answers 503 */
-  kafkaTimeoutMs: number;
-  /** how long start-up waits for Kafka to be usable; the embedded broker's JVM start gets as long again */
-  kafkaStartupTimeoutMs: number;
-  bodyLimitBytes: number;
-  /** tasks one runner process runs at once */
-  taskConcurrency: number;
-  /** a run taking longer fails with task-timed-out, unless its type sets its own limit */
-  taskTimeoutMs: number;
-  callbacks: CallbackConfig;
-  http: HttpLimits;
-  /** finished tasks are forgotten (tombstoned) this long after they finished */
-  taskRetentionMs: number;
-  /** base of callback bodies' links (unset: relative) and of absolute hrefs naming ours (unset: the listen address) */
-  publicUrl: string | undefined;
-  /** a task's event stream (SSE) sends a comment at least this often while waiting */
-  eventsHeartbeatMs: number;
-}
-
-/** OpenTelemetry trace export, from the standard OTEL_* variables; `url` undefined: no export. */
-export interface TracingConfig {
-  url?: string;
-  headers: Record<string, string>;
-  serviceName: string;
-}
-
 /**
  * Spans are exported only when asked: OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint set (and neither
  * OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none). Unasked, the SDK is never started.
  */
-function parseTracing(r: Reader): TracingConfig {
+function parseTracing(r: EnvReader): TracingConfig {
   const exporter = r.raw('OTEL_TRACES_EXPORTER')?.toLowerCase();
   const tracesEndpoint = r.raw('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
   const endpoint = r.raw('OTEL_EXPORTER_OTLP_ENDPOINT');
@@ -173,63 +109,7 @@ function parseTracing(r: Reader): TracingConfig {
   return { url, headers, serviceName };
 }
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Env = Record<string, string | undefined>;
-
-class Reader {
-  readonly problems: string[] = [];
-  constructor(private readonly env: Env) {}
-
-  raw(name: string): string | undefined {
-    const v = this.env[name];
-    return v === undefined || v.trim() === '' ? undefined : v.trim();
-  }
-
-  string(name: string, fallback: string, pattern?: RegExp): string {
-    const v = this.raw(name) ?? fallback;
-    if (pattern && !pattern.test(v)) this.problems.push(`${name}=${JSON.stringify(v)} must match ${pattern}`);
-    return v;
-  }
-
-  int(name: string, fallback: number, min: number, max: number): number {
-    const v = this.raw(name);
-    if (v === undefined) return fallback;
-    const n = Number(v);
-    if (!/^-?\d+$/.test(v) || n < min || n > max) {
-      this.problems.push(`${name}=${JSON.stringify(v)} must be an integer from ${min} to ${max}`);
-      return fallback;
-    }
-    return n;
-  }
-
-  bool(name: string, fallback: boolean): boolean {
-    const v = this.raw(name)?.toLowerCase();
-    if (v === undefined) return fallback;
-    if (['true', '1', 'yes'].includes(v)) return true;
-    if (['false', '0', 'no'].includes(v)) return false;
-    this.problems.push(`${name}=${JSON.stringify(v)} must be true or false`);
-    return fallback;
-  }
-
-  /** The allowed values are lower case; `INFO` means `info`, as most services read it. */
-  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[], override?: string): T {
-    const given = override ?? this.raw(name) ?? fallback;
-    const v = given.toLowerCase();
-    if (!(allowed as readonly string[]).includes(v)) {
-      this.problems.push(`${name}=${JSON.stringify(given)} must be one of ${allowed.join(', ')}`);
-      return fallback;
-    }
-    return v as T;
-  }
-}
-
-function parseBrokers(r: Reader): string[] | undefined {
+function parseBrokers(r: EnvReader): string[] | undefined {
   const v = r.raw('KAFKA_BROKERS');
   if (v === undefined) return undefined;
   const brokers = v
@@ -247,7 +127,7 @@ function parseBrokers(r: Reader): string[] | undefined {
   return brokers;
 }
 
-function parseApiKeys(r: Reader): ApiKeys {
+function parseApiKeys(r: EnvReader): ApiKeys {
   const v = r.raw('API_KEYS');
   if (v === undefined) {
     return { byKey: new Map([[`dev-${randomBytes(18).toString('base64url')}`, 'dev']]), generated: true };
@@ -278,7 +158,7 @@ function parseApiKeys(r: Reader): ApiKeys {
   return { byKey, generated: false };
 }
 
-function parsePublicUrl(r: Reader): string | undefined {
+function parsePublicUrl(r: EnvReader): string | undefined {
   const v = r.raw('PUBLIC_URL');
   if (v === undefined) return undefined;
   let url: URL | undefined;
@@ -299,7 +179,7 @@ function parsePublicUrl(r: Reader): string | undefined {
 /** A DNS name (RFC 1123 labels, the last not all digits: RFC 3696 §2) or an IP literal, as Node's listen takes it. */
 const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*(?!\d+$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 
-function parseHost(r: Reader): string {
+function parseHost(r: EnvReader): string {
   const host = r.string('HOST', '0.0.0.0');
   if (isIP(host) === 0 && !HOST_NAME.test(host)) {
     r.problems.push(`HOST=${JSON.stringify(host)} must be an IP address (0.0.0.0, ::, 127.0.0.1) or a host name`);
@@ -315,7 +195,7 @@ function xdgCacheHome(env: Env): string {
 
 /** Reads and validates the configuration; throws ConfigError listing every bad setting at once. */
 export function loadConfig(env: Env = process.env, roleOverride?: string): Config {
-  const r = new Reader(env);
+  const r = new EnvReader(env);
   const kafkaTimeoutMs = r.int('KAFKA_TIMEOUT_MS', 5000, 100, 120000);
   const http = parseHttpLimits(r, kafkaTimeoutMs);
   const config: Config = {
