@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { selectedDocument } from '../http/selection';
 
 /** GET /asyncapi.json: the topics' AsyncAPI document, public like the problem catalogue. */
 export async function asyncApiRoutes(app: FastifyInstance, options: { document: object }): Promise<void> {
@@ -21,6 +22,6 @@ export async function asyncApiRoutes(app: FastifyInstance, options: { document: 
         },
       },
     },
-    async (_request, reply) => reply.type('application/json').send(body),
+    async (request, reply) => reply.type('application/json').send(selectedDocument(request, options.document, body)),
   );
 }

@@ -2,6 +2,7 @@ import fastifySwagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { routeSchemaConventions, SELECTION_PARAMETERS } from '../http/route-schema-conventions';
+import { selectedDocument } from '../http/selection';
 
 const DESCRIPTION = [
   'Long-running HTTP tasks on Apache Kafka. Submit a task and get `202 Accepted` with a HAL tracking resource naming',
@@ -99,10 +100,10 @@ export async function openApiDocumentRoute(app: FastifyInstance): Promise<void> 
         },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
       // Made once, on first request: every route is registered by then.
       body ??= JSON.stringify(app.swagger());
-      return reply.type('application/json').send(body);
+      return reply.type('application/json').send(selectedDocument(request, app.swagger(), body));
     },
   );
 }

@@ -36,12 +36,18 @@ const list = (what: string): Schema => ({
   examples: [['status', '_links']],
 });
 
-/** `fields` and `embedded` (alias `embed`) on every route that answers HAL (spec: "Retrieval with field selection"). */
+/**
+ * `fields` and `embedded` (alias `embed`) on every route that answers a JSON body, HAL or a document (spec: "Retrieval
+ * with field selection"; DESIGN: on every 2xx body).
+ */
 const SELECTION: Record<string, Schema> = {
   fields: list('The top-level members to keep (`_links` and `_embedded` included), applied after embedding.'),
   embedded: list('The relations to place under `_embedded`; with the parameter empty, none.'),
   embed: list('Alias of `embedded`.'),
 };
+
+/** The 2xx media types whose bodies are JSON objects, so `fields` can select their members. */
+const SELECTABLE_TYPES = new Set([HAL_MEDIA_TYPE, 'application/json']);
 
 /** Names of the selection parameters, which the document serializes as comma lists (`style: form, explode: false`). */
 export const SELECTION_PARAMETERS = Object.keys(SELECTION);
@@ -89,7 +95,7 @@ function withConventions(route: RouteOptions): Schema {
     ...(isPublic ? {} : { 401: UNAUTHORIZED }),
     ...response,
   };
-  if (successTypes(response).includes(HAL_MEDIA_TYPE)) {
+  if (successTypes(response).some((type) => SELECTABLE_TYPES.has(type))) {
     const query = (schema.querystring ?? { type: 'object', properties: {} }) as Schema;
     schema.querystring = { ...query, properties: { ...SELECTION, ...(query.properties as Schema) } };
   }

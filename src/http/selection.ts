@@ -138,6 +138,15 @@ function carrySelection(resource: HalResource, request: FastifyRequest): HalReso
   return copy;
 }
 
+/**
+ * A JSON document that is no HAL resource (the OpenAPI and AsyncAPI documents) as the request's `fields` select it:
+ * its top-level members, unknown names ignored; without `fields`, `whole` (the document as it is always sent).
+ */
+export function selectedDocument(request: FastifyRequest, document: object, whole: string): string {
+  const fields = selectionOf(request).fields;
+  return fields ? JSON.stringify(applySelection(document as HalResource, { fields })) : whole;
+}
+
 export const selectionPlugin = fp(
   async (app: FastifyInstance) => {
     addSerializationStep(app, (request, reply, payload) => {

@@ -155,17 +155,19 @@ describe('the document', () => {
     }
   });
 
-  test('fields, embedded, embed on every HAL answer as comma lists; Idempotency-Key, Prefer where they apply', () => {
+  test('fields, embedded, embed on every JSON answer as comma lists; Idempotency-Key, Prefer where they apply', () => {
     const header = (op: Operation, name: string) => op.parameters?.some((p) => p.in === 'header' && p.name === name);
     for (const [method, path, op] of operations()) {
       const what = `${method.toUpperCase()} ${path}`;
-      const answersHal = Object.entries(op.responses).some(
-        ([s, r]) => s.startsWith('2') && r.content?.['application/hal+json'] !== undefined,
+      const answersJson = Object.entries(op.responses).some(
+        ([s, r]) =>
+          s.startsWith('2') &&
+          (r.content?.['application/hal+json'] !== undefined || r.content?.['application/json'] !== undefined),
       );
       const selection = (op.parameters ?? []).filter(
         (p) => p.in === 'query' && ['fields', 'embedded', 'embed'].includes(p.name),
       );
-      expect({ what, selection: selection.length }).toEqual({ what, selection: answersHal ? 3 : 0 });
+      expect({ what, selection: selection.length }).toEqual({ what, selection: answersJson ? 3 : 0 });
       for (const p of selection) {
         const list = { type: 'array', items: { type: 'string' } };
         expect(p).toMatchObject({ style: 'form', explode: false, schema: list });
@@ -399,6 +401,18 @@ describe('request validation', () => {
     const res = await http(base, '/tasks', { body: { type: 1, input: {} } });
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual([expect.objectContaining({ instance: '/type', detail: '/type must be string' })]);
+  });
+
+  test('the OpenAPI and AsyncAPI documents take fields too (DESIGN: on every 2xx body); without it, all', async () => {
+    const whole = await http(base, '/openapi.json', { key: null });
+    const selected = await http(base, '/openapi.json?fields=info,openapi,nothing', { key: null });
+    expect(selected.status).toBe(200);
+    expect(selected.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(selected.body).toEqual({ openapi: whole.body.openapi, info: whole.body.info });
+    const asyncApi = await http(base, '/asyncapi.json', { key: null });
+    const channels = await http(base, '/asyncapi.json?fields=channels', { key: null });
+    expect(channels.body).toEqual({ channels: asyncApi.body.channels });
+    expect(Object.keys(asyncApi.body)).toEqual(expect.arrayContaining(['asyncapi', 'info', 'channels']));
   });
 
   test('a repeated selection parameter is the same as a comma list', async () => {
