@@ -161,7 +161,7 @@ async function main(): Promise<void> {
           taskTypes: exampleTaskTypes,
           consumers: CONSUMER_ROLES,
           memberRecord: broker && groupMembersFile(join(broker.dataDir, 'group-members.json'), logger),
-          beforeListen: async () => starting?.close(),
+          heldPort: starting,
         }),
       (late) => late.stop(),
     );

@@ -1,10 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { buildApp, type AppDeps } from './app';
 import { asyncApiDocument } from './docs/asyncapi-document';
 import { asyncApiRoutes } from './docs/asyncapi-routes';
 import type { Config, Role } from './config';
 import { settlesWithin } from './lib/settles-within';
 import { listenFailure } from './startup/listen-errors';
+import type { HeldPort } from './startup/starting-server';
 import { IdempotencyKeys } from './idempotency/idempotency-keys';
 import { connectKafka, type KafkaGateway } from './kafka/kafka-gateway';
 import type { ConsumerHandle } from './kafka/types';
@@ -63,8 +64,8 @@ export interface ServiceOptions {
   config: Config;
   brokers: string[];
   logger: Logger;
-  /** lets PORT go just before the service takes it (main.ts holds it while Kafka is waited for) */
-  beforeListen?: () => Promise<void>;
+  /** PORT, held while Kafka is waited for (main.ts): the service listens on its socket, or once it is closed */
+  heldPort?: HeldPort;
   role?: Role;
   /** the resources and task types this service registers (src/examples/ for the example domain) */
   resources: ResourceDeclaration[];
@@ -196,6 +197,19 @@ function kernel(options: ServiceOptions, kafka: KafkaGateway, publicUrl: () => s
   };
 }
 
+/** Listens on PORT: on the held port's socket when there is one, so the port never refuses a connection between. */
+async function listenOnPort(app: FastifyInstance, config: Config, held: HeldPort | undefined): Promise<string> {
+  const handle = held?.handle();
+  // Node's listen takes `handle` (Fastify passes its options through); Fastify's own type does not list it.
+  const options: FastifyListenOptions & { handle?: object } = { port: config.port, host: config.host };
+  if (handle) options.handle = handle;
+  const url = await app
+    .listen(options)
+    .catch((err: NodeJS.ErrnoException) => Promise.reject(listenFailure(err, config.host, config.port)));
+  if (handle) held?.handedOver();
+  return url;
+}
+
 /**
  * Starts the roles this process runs on one Kafka connection: the api here, the others as the consumer roles
  * given (src/main.ts gives consumers/'s). Every role serves /health on PORT; only the api role serves the API.
@@ -237,10 +251,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       tracer: k.tracer,
       readiness: { kafkaReachable: () => kafka.health.up, viewsCaughtUp: () => kafka.viewsCaughtUp() },
     });
-    await options.beforeListen?.();
-    const url = await app
-      .listen({ port: config.port, host: config.host })
-      .catch((err: NodeJS.ErrnoException) => Promise.reject(listenFailure(err, config.host, config.port)));
+    const url = await listenOnPort(app, config, options.heldPort);
     listening = url;
     const started = app;
     return {

@@ -9,15 +9,25 @@ import { listenFailure } from './listen-errors';
 /** Seconds a client is asked to wait before it tries again while the service starts. */
 const RETRY_AFTER_SECONDS = '5';
 
-export interface StartingServer {
-  /** Lets the port go (and every connection to it) for the service's own server; a second call does nothing. */
+export interface StartingServer extends HeldPort {
+  /** Lets the port go (and every connection to it), unless handed over; a second call does nothing. */
   close(): Promise<void>;
 }
 
-function answer(req: IncomingMessage, res: ServerResponse): void {
+/** What the service's own server needs of the server holding its port: the listening socket, handed over. */
+export interface HeldPort {
+  /** the listening socket, for the service's server to listen on (`handle`); undefined once closed */
+  handle(): object | undefined;
+  /** The service's server listens on it: its own connections are told to close after their next answer. */
+  handedOver(): void;
+}
+
+function answer(req: IncomingMessage, res: ServerResponse, handed: boolean): void {
   const path = (req.url ?? '/').split('?')[0];
   const id = requestIdOf(req);
-  const headers = { 'x-request-id': id, 'cache-control': 'no-store' };
+  // Once handed over, a kept-alive connection reaches this server until it closes: it is told to, so the client's
+  // next request connects again and reaches the service.
+  const headers = { 'x-request-id': id, 'cache-control': 'no-store', ...(handed ? { connection: 'close' } : {}) };
   let status = 503;
   let type = PROBLEM_CONTENT_TYPE;
   let body: object;
@@ -41,19 +51,36 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
  * (up to KAFKA_STARTUP_TIMEOUT_MS, 2 minutes by default), and a liveness probe that found no port for that long would
  * have the process restarted in the middle of its patient start. `/health/live` answers 200; every other request,
  * the readiness probes included, a 503 not-ready Problem with Retry-After. A taken port is found here, at once.
+ *
+ * The service's server then listens on this server's socket (Node's `listen(handle)`), which never stops accepting:
+ * closing it first and binding again left the port refusing connections, or resetting them, for up to 5 s on a
+ * loaded machine (the app's ready in between), long enough for a liveness probe to fail.
  */
 export async function listenWhileStarting(host: string, port: number): Promise<StartingServer> {
-  const server = createServer(answer);
+  let handed = false;
+  const server = createServer((req, res) => answer(req, res, handed));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(listenFailure(err, host, port)));
     server.listen({ host, port, exclusive: true }, () => resolve());
   });
+  // `_handle` is what Node's documented `listen(handle)` takes from "anything with an underlying _handle member".
+  const owner = server as unknown as { _handle: object | null };
   let closed: Promise<void> | undefined;
   return {
+    handle: () => (closed || handed ? undefined : (owner._handle ?? undefined)),
+    handedOver() {
+      handed = true;
+      // The socket is the service's now: this server must never close it (its close would stop the service's).
+      owner._handle = null;
+      // Not closed, as Node's close() would close idle connections too: one of them could be one a client is sending
+      // a request on at that moment. They end with the keep-alive timeout the client was told of.
+    },
     close: () =>
-      (closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      })),
+      (closed ??= handed
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections();
+          })),
   };
 }
