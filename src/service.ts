@@ -128,6 +128,8 @@ async function apiRole(k: ServiceKernel): Promise<ApiRole> {
     eventKinds: [...TASK_EVENT_KINDS, ...k.resourceRegistry.eventKinds()],
     allowPrivate: config.callbacks.allowPrivate,
     idempotency,
+    reader: kafka.partitionReader,
+    kafkaTimeoutMs: config.kafkaTimeoutMs,
   };
   const document = asyncApiDocument({
     topics: kafka.topics,

@@ -7,6 +7,7 @@ import { KafkaUnavailableError } from './types';
 const READ_UNCOMMITTED = 0;
 const READ_COMMITTED = 1;
 const LATEST = -1;
+const EARLIEST = -2;
 /** kafkajs's default for its producers and consumers */
 const METADATA_MAX_AGE_MS = 300000;
 
@@ -62,8 +63,11 @@ export class HighWatermarks {
     }) as KafkajsCluster;
   }
 
-  /** partition → high watermark; one ListOffsets round trip per leader once metadata is known */
-  async of(topic: string): Promise<Map<number, bigint>> {
+  /**
+   * partition → high watermark; one ListOffsets round trip per leader once metadata is known. At `start`, the log
+   * start offsets instead: the first offset each partition still holds (the records below were deleted).
+   */
+  async of(topic: string, at: 'end' | 'start' = 'end'): Promise<Map<number, bigint>> {
     if (this.closed) throw new KafkaUnavailableError('the high-watermark client is closed');
     // A reset's disconnect first: kafkajs's pool, still half connected, would be taken as connected and fail again.
     await this.resetting;
@@ -73,7 +77,9 @@ export class HighWatermarks {
       await this.cluster.addTargetTopic(topic);
       await this.cluster.refreshMetadataIfNecessary();
       const partitions = this.cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
-      const [answer] = await this.cluster.fetchTopicsOffset([{ topic, fromTimestamp: LATEST, partitions }]);
+      const [answer] = await this.cluster.fetchTopicsOffset([
+        { topic, fromTimestamp: at === 'end' ? LATEST : EARLIEST, partitions },
+      ]);
       return new Map((answer?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
     } catch (err) {
       if (isConnectionFailure(err) && this.connecting === connecting) {

@@ -36,18 +36,27 @@ export class KafkaPartitionReader implements PartitionReader {
   }
 
   /** The last stable offset (read_committed): what a reading can reach now. */
-  async endOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
+  endOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
+    return this.offsetOf('end', topic, partition, timeoutMs);
+  }
+
+  /** The log start: the first offset the partition still holds; below it, retention deleted the records. */
+  startOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
+    return this.offsetOf('start', topic, partition, timeoutMs);
+  }
+
+  private async offsetOf(at: 'end' | 'start', topic: string, partition: number, timeoutMs: number): Promise<string> {
     this.refuseWhileDown();
-    const what = `end offset of ${topic}/${partition}`;
+    const what = `${at} offset of ${topic}/${partition}`;
     // A ListOffsets that kafkajs failed is Kafka not answering as it should, whatever kafkajs calls it: a 503 for a
     // request. Anything else (a bug of ours) stays what it is, a 500.
     const asking = this.ends
-      .of(topic)
+      .of(topic, at)
       .catch((err: unknown) => Promise.reject(isKafkaFailure(err) ? new KafkaUnavailableError(what, err) : err));
-    const ends = await withKafkaTimeout(asking, timeoutMs, what);
-    const end = ends.get(partition);
-    if (end === undefined) throw new Error(`${topic} has no partition ${partition}`);
-    return end.toString();
+    const offsets = await withKafkaTimeout(asking, timeoutMs, what);
+    const offset = offsets.get(partition);
+    if (offset === undefined) throw new Error(`${topic} has no partition ${partition}`);
+    return offset.toString();
   }
 
   private refuseWhileDown(): void {

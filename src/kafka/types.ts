@@ -267,6 +267,8 @@ export interface PartitionReader {
   open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading>;
   /** The partition's end: the offset the next record written to it will get. */
   endOffset(topic: string, partition: number, timeoutMs: number): Promise<string>;
+  /** The partition's log start: the first offset it still holds (retention deleted the records below it). */
+  startOffset(topic: string, partition: number, timeoutMs: number): Promise<string>;
 }
 
 /** The records from a reading's position up to `firstOffset` (the log start) are no longer in the log. */

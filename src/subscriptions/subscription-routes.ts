@@ -6,6 +6,7 @@ import { evaluatePreconditions } from '../http/preconditions';
 import { halResource, link } from '../http/hal';
 import { idempotently } from '../http/idempotency';
 import type { IdempotencyKeys } from '../idempotency/idempotency-keys';
+import type { PartitionReader } from '../kafka/types';
 import { bodyErrors, REPORTS_BODY_ERRORS } from '../http/body-validation';
 import { requireObjectBody } from '../problems/validation';
 import { pageLinks, type PageQuery } from '../http/paging';
@@ -35,6 +36,10 @@ export interface SubscriptionRouteDeps {
   lookup?: Lookup;
   /** Idempotency-Key state; without it the header is ignored */
   idempotency?: IdempotencyKeys;
+  /** where a task's events are read: a subscription to a task whose first ones Kafka deleted is refused */
+  reader: Pick<PartitionReader, 'startOffset'>;
+  /** KAFKA_TIMEOUT_MS: the bound on asking Kafka where a task's partition starts */
+  kafkaTimeoutMs: number;
 }
 
 type IdParams = { Params: { id: string } };
@@ -78,6 +83,20 @@ export function taskSubscriber(deps: SubscriptionRouteDeps): TaskSubscriber {
       };
     },
   };
+}
+
+/**
+ * A subscription to a task gets its events from the first one: once the topic's retention deleted that one, the
+ * promise cannot be kept, and the subscription is refused (410, as a page of the deleted events is) rather than made
+ * to skip them in silence, or, when the final event is gone too, to stay active for ever waiting for it.
+ */
+async function assertEventsKept(from: TaskEventPosition, deps: SubscriptionRouteDeps): Promise<void> {
+  const start = BigInt(await deps.reader.startOffset(from.topic, from.partition, deps.kafkaTimeoutMs));
+  if (BigInt(from.offset) >= start) return;
+  const detail =
+    `Kafka has deleted this task's events before offset ${start} of ${from.topic}/${from.partition} (the topic's ` +
+    `retention), its first at ${from.offset}: a subscription could not get them. GET the task for its outcome.`;
+  throw new ProblemError('task-events-deleted', detail);
 }
 
 /**
@@ -148,18 +167,15 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: Subscriptio
         }
         return s;
       },
-      create: (keyed) =>
-        store.create(
-          {
-            tenant,
-            callbackUrl: body.callbackUrl,
-            mode: body.mode,
-            taskId,
-            taskEventsFrom: task && taskEventsFrom(task),
-            events: body.events,
-          },
+      create: async (keyed) => {
+        const from = task && taskEventsFrom(task);
+        // Here, not before: a repeated Idempotency-Key gets the answer the first request got.
+        if (from) await assertEventsKept(from, deps);
+        return store.create(
+          { tenant, callbackUrl: body.callbackUrl, mode: body.mode, taskId, taskEventsFrom: from, events: body.events },
           keyed,
-        ),
+        );
+      },
     });
     // A repeat shows the secret again: it is the same answer, to the same tenant holding the same key.
     const rep = newSubscriptionRepresentation(created, taskOf(created));

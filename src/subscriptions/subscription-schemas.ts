@@ -124,6 +124,7 @@ export function subscriptionRouteSchemas(eventKinds: string[]) {
             'or targets a private, loopback or reserved address (errors[] names /callbackUrl).',
         ),
         409: problemResponse('idempotency-key-in-flight.'),
+        410: problemResponse("task-events-deleted: Kafka has deleted the task's first events (retention)."),
         422: problemResponse('idempotency-key-reused.'),
       },
     },

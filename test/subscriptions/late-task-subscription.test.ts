@@ -1,7 +1,9 @@
+import { Kafka, logLevel } from 'kafkajs';
+import { problemType } from '../../src/problems/problem-types';
 import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
 import { Receiver } from '../support/receiver';
-import { startTestService, uniquePrefix } from '../support/test-service';
+import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
 
 /*
@@ -82,3 +84,31 @@ test('subscribed right after each 202, as 40 short tasks finish: each once subsc
   const counts = subscriptions.map((s) => callbacksOf(s));
   expect(counts).toEqual(subscriptions.map(() => ['task.succeeded']));
 }, 120000);
+
+test("a task whose first events Kafka deleted (retention) is refused with 410; a later task's are there", async () => {
+  // Last in this file: the deleted records are the task's own, and the earlier tests' tasks have all finished.
+  const taskId = await submit({ steps: 2, stepMs: 0 });
+  const task = await finished(taskId);
+  const admin = new Kafka({
+    clientId: 'late-sub-retention',
+    brokers: testBrokers(),
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    // Its first event (task.accepted) only, as retention deletes a log from its start.
+    const [topic, partition] = [task.topic as string, task.partition as number];
+    await admin.fetchTopicMetadata({ topics: [topic] });
+    await admin.deleteTopicRecords({ topic, partitions: [{ partition, offset: String(Number(task.offset) + 1) }] });
+  } finally {
+    await admin.disconnect();
+  }
+  const res = await http(base, '/subscriptions', {
+    body: { callbackUrl: `${receiver.url}/${taskId}`, mode: 'once', taskId },
+  });
+  expect(res.status).toBe(410);
+  expect(res.body).toMatchObject({ type: problemType('task-events-deleted'), status: 410 });
+  const later = await submit({ steps: 1, stepMs: 0 });
+  await finished(later);
+  expect(await deliveredOnce(await subscribe(later, 'once'))).toMatchObject({ cancelReason: 'delivered-once' });
+}, 60000);

@@ -190,10 +190,17 @@ export class FakePartitionReader implements PartitionReader {
   /** called with each reading once it is positioned, as the real reader resolves open() */
   readonly opened = new Set<(options: PartitionReadOptions) => void>();
 
+  /** the log start of every partition: records below it count as deleted by retention (none unless a test says) */
+  logStart = 0n;
+
   constructor(private readonly publisher: FakePublisher) {}
 
   async endOffset(): Promise<string> {
     return String(this.publisher.nextOffset);
+  }
+
+  async startOffset(): Promise<string> {
+    return String(this.logStart);
   }
 
   async open(options: PartitionReadOptions): Promise<PartitionReading> {

@@ -91,6 +91,8 @@ export async function inMemoryApi(options: InMemoryApiOptions = {}): Promise<InM
     allowPrivate: options.allowPrivate ?? false,
     lookup: options.lookup,
     idempotency,
+    reader,
+    kafkaTimeoutMs: timeoutMs,
   };
   const app = await buildApp({
     logger,

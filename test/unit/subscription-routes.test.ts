@@ -131,6 +131,33 @@ describe('POST /subscriptions', () => {
     expect(theirs.status).toBe(400);
     expect(theirs.body.errors[0].instance).toBe('/taskId');
   });
+
+  test("410 for a task whose first events retention deleted; a repeated key keeps the first request's answer", async () => {
+    const task = await call(tolerant.app, '/tasks', { body: { type: 'countdown', input: { steps: 1, stepMs: 0 } } });
+    const { taskId, offset } = task.body;
+    const body = { callbackUrl: subscription.callbackUrl, mode: 'once', taskId };
+    const keyed = { 'idempotency-key': `deleted-${taskId}` };
+    const before = await call(tolerant.app, '/subscriptions', { body, headers: keyed });
+    expect(before.status).toBe(201);
+    const count = async () => (await call(tolerant.app, '/subscriptions?limit=1')).body.total as number;
+    const total = await count();
+    try {
+      // Its first event (the 202's offset) kept: subscribed as ever.
+      tolerant.reader.logStart = BigInt(offset);
+      expect((await call(tolerant.app, '/subscriptions', { body })).status).toBe(201);
+      tolerant.reader.logStart = BigInt(offset) + 1n;
+      const gone = await call(tolerant.app, '/subscriptions', { body });
+      expect(gone.status).toBe(410);
+      expect(gone.body).toMatchObject({ type: problemType('task-events-deleted'), status: 410 });
+      expect(gone.body.detail).toContain(`before offset ${BigInt(offset) + 1n}`);
+      expect(await count()).toBe(total + 1);
+      const repeated = await call(tolerant.app, '/subscriptions', { body, headers: keyed });
+      expect(repeated.status).toBe(201);
+      expect(repeated.body.UUID).toBe(before.body.UUID);
+    } finally {
+      tolerant.reader.logStart = 0n;
+    }
+  });
 });
 
 describe('reading and cancelling', () => {
