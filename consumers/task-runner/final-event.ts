@@ -45,9 +45,16 @@ export class FinalEventWriter {
    * Writes the final event behind the run's earlier ones, in their chain, and waits until it is in Kafka and in the
    * view: 'retry' when an earlier write failed (the final was then refused unsent, or landed with them in one
    * transaction whose answer was lost; the next try settles and syncs before deciding). `finishedAt`: when the outcome
-   * was decided, which a sync before the write (final-decision.ts) must not move past the deadline.
+   * was decided, which a sync before the write (final-decision.ts) must not move past the deadline. `runSince`:
+   * `performance.now()` at this run's start, for the duration metric (none: the task ended without a run).
    */
-  async finish(job: FinalJob, journal: TaskJournal, given: Outcome, finishedAt = isoNow()): Promise<'done' | 'retry'> {
+  async finish(
+    job: FinalJob,
+    journal: TaskJournal,
+    given: Outcome,
+    finishedAt = isoNow(),
+    runSince?: number,
+  ): Promise<'done' | 'retry'> {
     let outcome = given;
     let change: Partial<TaskSnapshot> = { status: STATUS_OF[outcome.kind], finishedAt, ...outcome.data };
     let replaced = false;
@@ -79,8 +86,10 @@ export class FinalEventWriter {
             chain: journal.chain,
           });
         });
-        const ran = Date.now() - Date.parse(journal.current.startedAt ?? journal.current.createdAt);
-        this.deps.metrics?.taskFinished(STATUS_OF[outcome.kind], journal.current.type, Math.max(0, ran) / 1000);
+        // This run's, not the snapshot's startedAt: that is the first attempt's, and a run again after a runner died
+        // would count the time no runner ran it.
+        const seconds = runSince === undefined ? undefined : (performance.now() - runSince) / 1000;
+        this.deps.metrics?.taskFinished(STATUS_OF[outcome.kind], journal.current.type, seconds);
         return 'done';
       } catch (err) {
         this.deps.writers.markUnsure(job.partition);

@@ -265,7 +265,7 @@ export class TaskRunner {
         this.writers.markUnsure(job.partition);
         return 'retry';
       }
-      const finished = await this.finals.finish(job, journal, decided, endedAt);
+      const finished = await this.finals.finish(job, journal, decided, endedAt, clock.runSince);
       return job.handBack.aborted ? 'handed-back' : finished;
     } finally {
       unlink();

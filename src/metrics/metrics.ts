@@ -37,7 +37,8 @@ export type TaskOutcome = 'succeeded' | 'failed' | 'cancelled';
 /** What the roles report; each role sees only this interface, never prom-client. */
 export interface ServiceMetrics {
   taskAccepted(): void;
-  taskFinished(outcome: TaskOutcome, type: string, seconds: number): void;
+  /** `seconds`: from this run's task.started to its final event; undefined for a task that ended without a run */
+  taskFinished(outcome: TaskOutcome, type: string, seconds: number | undefined): void;
   callbackAttempt(outcome: string, seconds: number): void;
   /** the bridge's callback backlogs, read at each scrape until the returned function is called */
   watchCallbackBacklogs(backlogs: () => BacklogLag[]): () => void;
@@ -152,9 +153,9 @@ export class Metrics implements ServiceMetrics {
     this.accepted.inc();
   }
 
-  taskFinished(outcome: TaskOutcome, type: string, seconds: number): void {
+  taskFinished(outcome: TaskOutcome, type: string, seconds: number | undefined): void {
     this.finished.inc({ outcome });
-    this.taskDuration.observe({ type }, seconds);
+    if (seconds !== undefined) this.taskDuration.observe({ type }, seconds);
   }
 
   callbackAttempt(outcome: string, seconds: number): void {
