@@ -74,6 +74,20 @@ function parseHttpLimits(r: EnvReader, kafkaTimeoutMs: number): HttpLimits {
 }
 
 /**
+ * OTEL_EXPORTER_OTLP_ENDPOINT's traces URL: `/v1/traces` appended to its path (the OTLP exporter specification),
+ * not to the string: a query (a collector's key) stays a query.
+ */
+function tracesUrlOf(endpoint: string): string {
+  if (!URL.canParse(endpoint)) return `${endpoint.replace(/\/+$/, '')}/v1/traces`;
+  const url = new URL(endpoint);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/traces`;
+  return url.href;
+}
+
+/** A URL refused in a start-up message, without the credentials it may carry (the message goes to the log). */
+const shown = (value: string | undefined) => value?.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1[redacted]@');
+
+/**
  * Spans are exported only when asked: OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint set (and neither
  * OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none). Unasked, the SDK is never started.
  */
@@ -99,12 +113,12 @@ function parseTracing(r: EnvReader): TracingConfig {
   }
   const asked = exporter === 'otlp' || (exporter === undefined && (tracesEndpoint ?? endpoint) !== undefined);
   if (!asked || r.bool('OTEL_SDK_DISABLED', false)) return { headers, serviceName };
-  const url = tracesEndpoint ?? `${(endpoint ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
+  const url = tracesEndpoint ?? tracesUrlOf(endpoint ?? 'http://localhost:4318');
   // Unchecked, a bad one failed the start only once Kafka answered, with the exporter's stack trace.
   if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) {
     const name = tracesEndpoint !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
     const value = tracesEndpoint ?? endpoint;
-    r.problems.push(`${name}=${JSON.stringify(value)} must be an http(s) URL (http://collector:4318)`);
+    r.problems.push(`${name}=${JSON.stringify(shown(value))} must be an http(s) URL (http://collector:4318)`);
   }
   return { url, headers, serviceName };
 }
@@ -169,7 +183,8 @@ function parsePublicUrl(r: EnvReader): string | undefined {
   }
   if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
     r.problems.push(
-      `PUBLIC_URL=${JSON.stringify(v)} must be an absolute http(s) URL ` + 'without query, fragment or credentials',
+      `PUBLIC_URL=${JSON.stringify(shown(v))} must be an absolute http(s) URL ` +
+        'without query, fragment or credentials',
     );
     return undefined;
   }

@@ -29,6 +29,17 @@ export function loggableUrl(url: string): string {
   return `${url.slice(0, q)}?${params.join('&')}`;
 }
 
+/**
+ * An absolute URL of the service's own configuration (an OTLP collector's) as it may be logged: its credentials and,
+ * as for requests, its query values are redacted; a collector's key may be in either.
+ */
+export function loggableEndpoint(url: string): string {
+  if (!URL.canParse(url)) return '[not a URL]';
+  const u = new URL(url);
+  const credentials = u.username || u.password ? '[redacted]@' : '';
+  return loggableUrl(`${u.protocol}//${credentials}${u.host}${u.pathname}${u.search}`);
+}
+
 interface LoggedRequest {
   method?: string;
   url?: string;

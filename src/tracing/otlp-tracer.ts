@@ -3,7 +3,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config';
-import type { Logger } from '../logger';
+import { loggableEndpoint, type Logger } from '../logger';
 import type { TraceContext } from './trace-context';
 import type { SpanKind, Tracer } from './tracer';
 
@@ -74,7 +74,10 @@ function toldWhenFailing(exporter: SpanExporter, url: string, logger: Logger): S
         if (result.code !== 0) {
           failed += 1;
           if (Date.now() - toldAt >= FAILURE_LOG_EVERY_MS) {
-            logger.warn({ err: result.error, url, batchesDropped: failed }, 'trace export failed; spans dropped');
+            logger.warn(
+              { err: result.error, url: loggableEndpoint(url), batchesDropped: failed },
+              'trace export failed; spans dropped',
+            );
             toldAt = Date.now();
             failed = 0;
           }

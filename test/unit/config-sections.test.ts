@@ -3,6 +3,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
 import { prepareCacheDir } from '../../src/embedded-kafka/cache-dir';
+import { loggableEndpoint } from '../../src/logger';
 
 /** The problems loadConfig reports for an environment, or [] when it is accepted. */
 function problemsOf(env: Record<string, string>): string[] {
@@ -46,6 +47,15 @@ describe('PUBLIC_URL', () => {
   test.each(refused)('%s is refused, by name', (value) => {
     expect(problemsOf({ PUBLIC_URL: value })).toEqual([expect.stringMatching(/^PUBLIC_URL=/)]);
   });
+
+  test('the credentials of a refused URL are not repeated in the message (it goes to the log)', () => {
+    expect(problemsOf({ PUBLIC_URL: 'https://admin:s3cret@api.example.com' })).toEqual([
+      'PUBLIC_URL="https://[redacted]@api.example.com" must be an absolute http(s) URL ' +
+        'without query, fragment or credentials',
+    ]);
+    const [told] = problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://otel:s3cret@collector:4318' });
+    expect(told).toMatch(/^OTEL_EXPORTER_OTLP_ENDPOINT="ftp:\/\/\[redacted\]@collector:4318" must be/);
+  });
 });
 
 describe('HOST', () => {
@@ -72,6 +82,20 @@ describe('tracing (OTEL_*)', () => {
     };
     expect(loadConfig(both).tracing.url).toBe('http://b/traces');
     expect(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp' }).tracing.url).toBe('http://localhost:4318/v1/traces');
+  });
+
+  test("/v1/traces goes after the endpoint's path, not after its query (a collector's key)", () => {
+    const endpoint = 'https://collector.example.com/otlp/?api-key=K1';
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }).tracing.url).toBe(
+      'https://collector.example.com/otlp/v1/traces?api-key=K1',
+    );
+  });
+
+  test('a collector URL is logged without its credentials or query values', () => {
+    expect(loggableEndpoint('http://otuser:PW@127.0.0.1:3357/v1/traces?api-key=K1&fields=a')).toBe(
+      'http://[redacted]@127.0.0.1:3357/v1/traces?api-key=[redacted]&fields=a',
+    );
+    expect(loggableEndpoint('http://collector:4318/v1/traces')).toBe('http://collector:4318/v1/traces');
   });
 
   test('malformed OTEL_EXPORTER_OTLP_HEADERS is refused by name, without repeating its value', () => {
