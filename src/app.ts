@@ -7,6 +7,7 @@ import { authPlugin } from './http/auth';
 import { answerBeforeBody, bodyLimitPlugin } from './http/body-limit';
 import { answerClientError } from './http/client-errors';
 import { answerConnect } from './http/connect-method';
+import { rawAnswers } from './http/raw-answers';
 import { contentNegotiationPlugin } from './http/content-negotiation';
 import { docsPage } from './docs/docs-page';
 import { openApiDocumentRoute, openApiPlugin } from './docs/openapi-plugin';
@@ -65,6 +66,8 @@ function dropReporter(logger: Logger, maxConnections: number): () => void {
 /** The Fastify instance with every convention applied to every route. It never listens. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const limits = deps.http ?? DEFAULT_HTTP_LIMITS;
+  // What Node answers before Fastify sees the request is logged and timed as the rest is.
+  const answers = rawAnswers(deps.logger, deps.metrics);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdOf,
@@ -87,7 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     schemaController: { compilersFactory: { buildValidator: validatorFactory(), buildSerializer: serializerFactory } },
     clientErrorHandler: (err, socket) =>
-      answerClientError(err as NodeJS.ErrnoException, socket, deps.logger, (path): string[] | undefined =>
+      answerClientError(err as NodeJS.ErrnoException, socket, answers, (path): string[] | undefined =>
         app.allowedMethods(path),
       ),
     // Errors the router raises before any hook runs (a malformed URL) are Problems too.
@@ -102,11 +105,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Node answers an Expect it does not know (anything but 100-continue) with an empty 417 unless the server listens.
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const detail = `Expect: ${JSON.stringify(req.headers.expect ?? '')} is not supported; only 100-continue is.`;
-    answerBeforeBody(req, res, deps.logger, { status: 417, kind: 'expectation-failed', detail });
+    answerBeforeBody(req, res, answers, { status: 417, kind: 'expectation-failed', detail });
   });
-  await app.register(bodyLimitPlugin, { logger: deps.logger });
+  await app.register(bodyLimitPlugin, { answers });
   app.server.on('connect', (req: IncomingMessage, socket: Duplex) =>
-    answerConnect(req, socket, (path) => app.allowedMethods(path), deps.logger),
+    answerConnect(req, socket, (path) => app.allowedMethods(path), answers),
   );
   await app.register(requestIdPlugin);
   // Before any route: every route's schema gets the conventions' parts, and is documented.

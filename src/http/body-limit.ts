@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Logger } from '../logger';
 import { problem } from '../problems/problem-detail';
 import type { ProblemKind } from '../problems/problem-types';
 import { instanceUri } from './instance-uri';
 import { PROBLEM_CONTENT_TYPE } from './problem-plugin';
+import type { RawAnswers } from './raw-answers';
 import { requestIdOf } from './request-id';
 
 /**
@@ -21,11 +21,11 @@ export const DRAIN_BYTES = 16 * 1024 * 1024;
 export function answerBeforeBody(
   req: IncomingMessage,
   res: ServerResponse,
-  logger: Logger,
+  answers: RawAnswers,
   answer: { status: number; kind: ProblemKind; detail: string },
 ): void {
+  const since = performance.now();
   const id = requestIdOf(req);
-  logger.info({ reqId: id, expect: req.headers.expect, status: answer.status }, 'answered before the body');
   const instance = instanceUri((req.url ?? '/').split('?')[0]);
   const body = JSON.stringify(problem(answer.kind, answer.detail, { instance, logref: id }));
   res.writeHead(answer.status, {
@@ -35,6 +35,8 @@ export function answerBeforeBody(
     connection: 'close',
   });
   res.end(body);
+  const detail = { expect: req.headers.expect };
+  answers.answered({ reqId: id, method: req.method, url: req.url, statusCode: answer.status, since, detail });
 }
 
 const declaredLength = (req: IncomingMessage) => Number(req.headers['content-length'] ?? NaN);
@@ -50,13 +52,13 @@ const declaredLength = (req: IncomingMessage) => Number(req.headers['content-len
  *   long a slow client may take to send it.
  */
 export const bodyLimitPlugin = fp(
-  async (app: FastifyInstance, { logger }: { logger: Logger }) => {
+  async (app: FastifyInstance, { answers }: { answers: RawAnswers }) => {
     const limit = app.initialConfig.bodyLimit ?? 1048576;
     app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
       const length = declaredLength(req);
       if (length > limit) {
         const detail = `The body would be ${length} bytes, larger than the ${limit} bytes taken.`;
-        answerBeforeBody(req, res, logger, { status: 413, kind: 'payload-too-large', detail });
+        answerBeforeBody(req, res, answers, { status: 413, kind: 'payload-too-large', detail });
         return;
       }
       res.writeContinue();

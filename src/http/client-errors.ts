@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from '../logger';
 import { problem } from '../problems/problem-detail';
 import type { ProblemKind } from '../problems/problem-types';
 import type { AllowedMethods } from './connect-method';
 import { instanceUri } from './instance-uri';
 import { PROBLEM_CONTENT_TYPE } from './problem-plugin';
+import type { RawAnswers } from './raw-answers';
 
 /** What a client is told of the parser's errors that have a status of their own; any other is a 400. */
 const CLIENT_ERRORS: Record<string, { kind: ProblemKind; status: string; detail: string }> = {
@@ -135,18 +135,23 @@ function answerOf(err: ClientError, line: RequestLine | undefined, allowedOf?: A
 /**
  * A request Node cut (too slow) or could not parse never reaches Fastify's hooks: it is answered with
  * a Problem written straight to the socket, unless part of a response already went out on it. It has no
- * request id yet, so one is made for its `logref`, and logged with the error.
+ * request id yet, so one is made for its `logref`; its log line (raw-answers.ts) carries the error.
  */
-export function answerClientError(err: ClientError, socket: Duplex, logger: Logger, allowedOf?: AllowedMethods): void {
+export function answerClientError(
+  err: ClientError,
+  socket: Duplex,
+  answers: RawAnswers,
+  allowedOf?: AllowedMethods,
+): void {
+  const since = performance.now();
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     // A client that went away is routine, and nobody is told a logref: not worth an info line.
-    logger.debug({ err: loggableClientError(err) }, 'client error');
+    answers.logger.debug({ err: loggableClientError(err) }, 'client error');
     socket.destroy();
     return;
   }
   const logref = randomUUID();
-  logger.info({ err: loggableClientError(err), reqId: logref }, 'client error');
   const line = requestLineOf(err);
   const known = answerOf(err, line, allowedOf);
   const path = line?.path ?? pathBeingReceived(socket) ?? '/';
@@ -161,4 +166,13 @@ export function answerClientError(err: ClientError, socket: Duplex, logger: Logg
   ].join('\r\n');
   // Destroyed once written: a slow client must not keep the socket by sending more.
   socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
+  const statusCode = Number(known.status.slice(0, 3));
+  answers.answered({
+    reqId: logref,
+    method: line?.method,
+    url: path,
+    statusCode,
+    since,
+    err: loggableClientError(err),
+  });
 }

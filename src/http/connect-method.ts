@@ -1,10 +1,10 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from '../logger';
 import { problem } from '../problems/problem-detail';
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
 import { instanceUri } from './instance-uri';
 import { PROBLEM_CONTENT_TYPE } from './problem-plugin';
+import type { RawAnswers } from './raw-answers';
 import { requestIdOf } from './request-id';
 
 /** The methods a path takes (with OPTIONS), or undefined when no route has it: what methodsPlugin knows. */
@@ -31,10 +31,15 @@ function answerFor(target: string, allowedOf: AllowedMethods): { kind: ProblemKi
  * when there is none; so Fastify never sees it. It gets what any other unsupported method gets: a 405 Problem with
  * `Allow` (404 on a path no route has), written as an HTTP/1.1 response, and the connection closed.
  */
-export function answerConnect(req: IncomingMessage, socket: Duplex, allowedOf: AllowedMethods, logger: Logger): void {
+export function answerConnect(
+  req: IncomingMessage,
+  socket: Duplex,
+  allowedOf: AllowedMethods,
+  answers: RawAnswers,
+): void {
+  const since = performance.now();
   const id = requestIdOf(req);
   const target = req.url ?? '';
-  logger.info({ reqId: id, method: 'CONNECT' }, 'CONNECT refused');
   const { kind, detail, allow } = answerFor(target, allowedOf);
   const instance = target.startsWith('/') ? { instance: instanceUri(target.split('?')[0]) } : {};
   const body = JSON.stringify(problem(kind, detail, { ...instance, logref: id }));
@@ -49,4 +54,5 @@ export function answerConnect(req: IncomingMessage, socket: Duplex, allowedOf: A
   ].join('\r\n');
   socket.on('error', () => socket.destroy());
   socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
+  answers.answered({ reqId: id, method: 'CONNECT', url: target, statusCode: status, since });
 }

@@ -2,6 +2,7 @@ import { connect, type Server } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import { once } from 'node:events';
 import { answerClientError } from '../../src/http/client-errors';
+import { rawAnswers } from '../../src/http/raw-answers';
 import { problemType } from '../../src/problems/problem-types';
 import { capturedLogger } from './fakes';
 
@@ -17,7 +18,7 @@ const allowedOf = (path: string) => (path === '/orders' ? ['GET', 'HEAD', 'OPTIO
 async function serve(answerAfterMs = 0): Promise<{ port: number; lines: Record<string, unknown>[]; server: Server }> {
   const { logger, lines } = capturedLogger('info');
   const server = createHttpServer((_req, res) => setTimeout(() => res.end(), answerAfterMs));
-  server.on('clientError', (err, socket) => answerClientError(err, socket, logger, allowedOf));
+  server.on('clientError', (err, socket) => answerClientError(err, socket, rawAnswers(logger), allowedOf));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { port: (server.address() as { port: number }).port, lines, server: server as unknown as Server };
@@ -45,7 +46,7 @@ describe('requests the HTTP parser refuses', () => {
       expect(body).toMatchObject({ type: problemType('bad-request'), instance: '/tasks' });
       const huge = await raw(port, `GET /orders HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`);
       expect(huge).toMatch(/^HTTP\/1\.1 431 /);
-      const logged = lines.filter((l) => l.msg === 'client error');
+      const logged = lines.filter((l) => l.msg === 'request completed');
       expect(logged).toHaveLength(2);
       for (const line of logged) {
         const text = JSON.stringify(line);
@@ -103,7 +104,7 @@ describe('requests the HTTP parser refuses', () => {
   test('a body that comes too slowly is 408 naming the path of its request', async () => {
     const { logger } = capturedLogger('info');
     const server = createHttpServer({ requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 });
-    server.on('clientError', (err, socket) => answerClientError(err, socket, logger, allowedOf));
+    server.on('clientError', (err, socket) => answerClientError(err, socket, rawAnswers(logger), allowedOf));
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     try {

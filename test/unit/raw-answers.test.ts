@@ -1,0 +1,94 @@
+import { connect } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app';
+import { loadConfig } from '../../src/config';
+import { Metrics } from '../../src/metrics/metrics';
+import { TENANT_A_KEY } from '../support/api-keys';
+import { capturedLogger } from './fakes';
+
+/*
+ * README: http_request_duration_seconds counts "every HTTP response of this process", and each request has one
+ * `request completed` line. Answers Node writes before Fastify sees the request (its parser's refusals, an Expect,
+ * a CONNECT) were in neither.
+ */
+let app: FastifyInstance;
+let port: number;
+let lines: Record<string, unknown>[];
+let metrics: Metrics;
+
+beforeAll(async () => {
+  const captured = capturedLogger('info');
+  lines = captured.lines;
+  metrics = new Metrics(() => []);
+  app = await buildApp({
+    logger: captured.logger,
+    apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
+    bodyLimitBytes: 1024,
+    readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
+    metrics,
+    routes: [
+      {
+        collections: ['things'],
+        plugin: async (a) => {
+          a.post('/things', { schema: { response: {} } }, async () => ({ _links: { self: { href: '/things' } } }));
+        },
+      },
+    ],
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  port = (app.server.address() as { port: number }).port;
+});
+afterAll(() => app.close());
+
+/** Writes the bytes on a connection of their own and reads the answer until the server closes it. */
+function raw(request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    socket.on('data', (d) => (answer += d.toString('latin1')));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+async function counted(method: string, status: number): Promise<number> {
+  const text = await metrics.registry.metrics();
+  const series = `http_request_duration_seconds_count{method="${method}",route="unmatched",status_code="${status}"}`;
+  const line = text.split('\n').find((l) => l.startsWith(series));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+const host = 'Host: x\r\n';
+test.each([
+  [
+    'a body announced too large (Expect: 100-continue)',
+    'POST',
+    413,
+    `POST /things HTTP/1.1\r\n${host}Content-Type: application/json\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n`,
+  ],
+  [
+    'an Expect the server does not take',
+    'POST',
+    417,
+    `POST /things HTTP/1.1\r\n${host}Expect: foo\r\nContent-Length: 0\r\n\r\n`,
+  ],
+  ['headers larger than Node reads', 'GET', 431, `GET /things?x=${'a'.repeat(20_000)} HTTP/1.1\r\n${host}\r\n`],
+  ['CONNECT', 'CONNECT', 405, `CONNECT x:1 HTTP/1.1\r\n${host}\r\n`],
+  ['a method Node does not know', 'OTHER', 405, `FOO /things HTTP/1.1\r\n${host}\r\n`],
+  ['a lower-case method', 'OTHER', 405, `get /things HTTP/1.1\r\n${host}\r\n`],
+  ['a request line that is no request', 'OTHER', 400, 'NOT-HTTP\r\n\r\n'],
+])('%s: one request completed line, with its logref, and one observation', async (_what, method, status, request) => {
+  const before = await counted(method, status);
+  const answer = await raw(request);
+  expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+  const logref = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).logref as string;
+  const told = lines.filter((l) => l.reqId === logref);
+  expect(told).toEqual([
+    expect.objectContaining({
+      msg: 'request completed',
+      res: { statusCode: status },
+      responseTime: expect.any(Number),
+    }),
+  ]);
+  expect(await counted(method, status)).toBe(before + 1);
+});
