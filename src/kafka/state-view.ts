@@ -7,8 +7,9 @@ import { withKafkaTimeout } from './kafka-timeout';
 /** How long the view's reading may trail a write of its own process before writers wait for it again. */
 const AHEAD_LIMIT_MS = 5000;
 /**
- * Writes shown ahead of a stuck reading, at most: past it, creations wait too. A reading held by an open transaction
- * is let go within its timeout; one that is stuck for good must not grow this (and each fetch's walk of it) forever.
+ * Writes shown ahead of a stuck reading, at most: past it, creations are shown only once read. A reading held by an
+ * open transaction is let go within its timeout; one that is stuck for good must not grow this (and each fetch's walk
+ * of it) forever.
  */
 const AHEAD_MAX_KEYS = 10000;
 
@@ -46,6 +47,8 @@ export class KafkaStateView<T> implements StateView<T> {
    * reading passes it, older records of the key are not applied: a key's value never goes back in the log.
    */
   private readonly ahead = new Map<string, { partition: number; offset: bigint; at: number }>();
+  /** the bound on `ahead` was reached and said so; said again only after it went below it */
+  private aheadFullTold = false;
   private reading: TopicReading | undefined;
   private synced = false;
   private stopped = false;
@@ -130,7 +133,14 @@ export class KafkaStateView<T> implements StateView<T> {
     // reading for seconds; a 503 for every task accepted meanwhile would hide tasks that were made.
     const oldest = this.ahead.values().next().value;
     const stuck = oldest !== undefined && Date.now() - oldest.at > AHEAD_LIMIT_MS;
-    if (stuck && (this.ahead.size >= AHEAD_MAX_KEYS || records.some((r) => this.shows(r)))) return false;
+    if (stuck && records.some((r) => this.shows(r))) return false;
+    // Past the bound a creation is still answered as made, for it is: a 503 would have a client without an
+    // Idempotency-Key make it again (a bulk create of a hundred orders reaches the bound in a hundred requests). It is
+    // shown once the reading gets to it.
+    if (stuck && this.ahead.size >= AHEAD_MAX_KEYS) {
+      this.tellAheadFull();
+      return true;
+    }
     for (const r of records) {
       if (r.topic !== this.topic) continue;
       const offset = BigInt(r.offset);
@@ -143,6 +153,18 @@ export class KafkaStateView<T> implements StateView<T> {
       this.apply(r.key, r.value);
     }
     return true;
+  }
+
+  /** Once per time the bound is reached: creations answered from then on are not readable at once on this process. */
+  private tellAheadFull(): void {
+    if (this.aheadFullTold) return;
+    this.aheadFullTold = true;
+    const oldest = this.ahead.values().next().value;
+    const trailingMs = oldest === undefined ? 0 : Date.now() - oldest.at;
+    this.logger.warn(
+      { topic: this.topic, shownAhead: this.ahead.size, trailingMs },
+      'state view reading held (an open transaction?): writes of this process are shown once read',
+    );
   }
 
   /** Whether the view holds state of the written record's key (read, or applied ahead). */
@@ -164,6 +186,7 @@ export class KafkaStateView<T> implements StateView<T> {
     for (const [key, shown] of this.ahead) {
       if (shown.partition === partition && shown.offset < next) this.ahead.delete(key);
     }
+    if (this.ahead.size < AHEAD_MAX_KEYS) this.aheadFullTold = false;
   }
 
   /**

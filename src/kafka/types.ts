@@ -132,7 +132,8 @@ export interface StateView<T> {
   /**
    * Applies records this process wrote (acknowledged, committed) on the view's topic at once, before its reading
    * reaches them: read-your-writes without a read-back. A key's value never goes back to an older offset. False when
-   * it applied nothing because its reading trails this process's writes by seconds: the writer must wait (waitFor).
+   * it applied nothing because its reading trails this process's writes by seconds and the records change keys it
+   * shows: the writer must wait (waitFor). Creations are never waited for (see KafkaStateView).
    */
   applyWritten(records: WrittenRecord[]): boolean;
   onChange(listener: (key: string, value: T | undefined) => void): void;

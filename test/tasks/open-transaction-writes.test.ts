@@ -3,6 +3,7 @@ import { Kafka, logLevel, type Producer, type Transaction } from 'kafkajs';
 import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
 import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
+import { until } from '../support/until';
 
 /*
  * A runner killed mid-transaction leaves it open until its partition's next owner fences it, about 10 s later. Every
@@ -71,6 +72,34 @@ describe('writes while another writer holds a transaction open', () => {
     }
     await txn.abort();
   }, 60000);
+
+  test('bulk creations past the 10,000 keys a view shows ahead are answered 201 as made, and readable once read', async () => {
+    // An api killed mid-transaction held the resources view; bulk creates on the other api were committed and
+    // answered 503 once 10,000 keys were shown ahead (the audit's repeat): a client would have made them again.
+    const txn = await holdOpen(api.kafka.topics.resources, 'resources-zombie');
+    const bulk = (n: number) => ({
+      item: Array.from({ length: n }, (_, i) => ({ sku: `SKU-${i}`, title: `bulk ${i}` })),
+    });
+    const first = await http(api.url as string, '/items', { body: bulk(1) });
+    expect(first.status).toBe(201);
+    // Past the 5 s a view may trail its own writes (AHEAD_LIMIT_MS) unnoticed.
+    await new Promise((r) => setTimeout(r, 5500));
+    const made: string[] = [];
+    for (let round = 0; round < 11; round += 1) {
+      const res = await http(api.url as string, '/items', { body: bulk(1000) });
+      expect(res.status).toBe(201);
+      made.push(...(res.body._embedded.items as { id: string }[]).map((i) => i.id));
+    }
+    expect(made).toHaveLength(11000);
+    await txn.abort();
+    for (const id of [made[0], made[9998], made[10999]]) {
+      const read = await until(async () => {
+        const res = await http(api.url as string, `/items/${id}`);
+        return res.status === 200 ? res : undefined;
+      }, 20000);
+      expect(read.body.id).toBe(id);
+    }
+  }, 90000);
 
   /*
    * A keyed write waits for its claim to be read back: a dead writer's transaction on the key's partition of the
