@@ -84,8 +84,12 @@ function tracesUrlOf(endpoint: string): string {
   return url.href;
 }
 
-/** A URL refused in a start-up message, without the credentials it may carry (the message goes to the log). */
-const shown = (value: string | undefined) => value?.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1[redacted]@');
+/**
+ * A URL refused in a start-up message, without what may be a secret (the message goes to the log): its userinfo (up
+ * to the last `@` before the path, scheme or none) and its query.
+ */
+const shown = (value: string | undefined) =>
+  value?.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?)[^/?#]*@/i, '$1[redacted]@').replace(/\?.*$/, '?[redacted]');
 
 /**
  * Spans are exported only when asked: OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint set (and neither

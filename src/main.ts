@@ -119,7 +119,8 @@ async function main(): Promise<void> {
   if (!config.kafkaBrokers) prepareCacheDir(config.cacheDir);
   // Before the broker and the replay: a taken port used to be found only when the server listened, 30 s later. Held
   // until the service listens, answering /health/live, so a liveness probe sees a process that is up while it waits.
-  starting = config.port === 0 ? undefined : await listenWhileStarting(config.host, config.port);
+  starting =
+    config.port === 0 ? undefined : await listenWhileStarting(config.host, config.port, config.http.keepAliveTimeoutMs);
   if (!config.kafkaBrokers) {
     logger.info(
       { cacheDir: config.cacheDir },

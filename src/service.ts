@@ -201,14 +201,19 @@ function kernel(options: ServiceOptions, kafka: KafkaGateway, publicUrl: () => s
 
 /** Listens on PORT: on the held port's socket when there is one, so the port never refuses a connection between. */
 async function listenOnPort(app: FastifyInstance, config: Config, held: HeldPort | undefined): Promise<string> {
+  // Ready first, so the socket is taken and listened on in one turn of the event loop: a shutdown in between (it
+  // closes the held port) would leave the listen a closed socket.
+  await app.ready();
   const handle = held?.handle();
   // Node's listen takes `handle` (Fastify passes its options through); Fastify's own type does not list it.
   const options: FastifyListenOptions & { handle?: object } = { port: config.port, host: config.host };
   if (handle) options.handle = handle;
+  // Without a handle (none held, or it was closed) the port is bound anew: a held one is let go first.
+  else await held?.close();
   const url = await app
     .listen(options)
     .catch((err: NodeJS.ErrnoException) => Promise.reject(listenFailure(err, config.host, config.port)));
-  if (handle) held?.handedOver();
+  if (handle) held?.handedOver(app.server);
   return url;
 }
 

@@ -86,14 +86,17 @@ function requestLineOf(err: ClientError): RequestLine | undefined {
 }
 
 /**
- * The path of a request whose head was parsed and whose body was still coming (a 408 for a slow body): the parser
- * has handed it on, so it kept no bytes of it. Read from Node's parser on the socket (undocumented; none: `/`).
+ * The method and path of a request whose head was parsed and whose body was still coming (a 408 for a slow body): the
+ * parser has handed it on, so it kept no bytes of it. Read from Node's parser on the socket (undocumented; none: `/`).
  */
-function pathBeingReceived(socket: Duplex): string | undefined {
-  const url = (socket as Duplex & { parser?: { incoming?: { url?: unknown } } }).parser?.incoming?.url;
-  if (typeof url !== 'string' || !url.startsWith('/')) return undefined;
+function requestBeingReceived(socket: Duplex): { method?: string; path?: string } {
+  const incoming = (socket as Duplex & { parser?: { incoming?: { url?: unknown; method?: unknown } } }).parser
+    ?.incoming;
+  const method = typeof incoming?.method === 'string' ? incoming.method : undefined;
+  const url = incoming?.url;
+  if (typeof url !== 'string' || !url.startsWith('/')) return { method };
   const path = url.split('?')[0];
-  return path.length <= MAX_INSTANCE_LENGTH ? path : undefined;
+  return { method, path: path.length <= MAX_INSTANCE_LENGTH ? path : undefined };
 }
 
 interface ClientAnswer {
@@ -154,7 +157,9 @@ export function answerClientError(
   const logref = randomUUID();
   const line = requestLineOf(err);
   const known = answerOf(err, line, allowedOf);
-  const path = line?.path ?? pathBeingReceived(socket) ?? '/';
+  const received = line ? undefined : requestBeingReceived(socket);
+  const path = line?.path ?? received?.path ?? '/';
+  const method = line?.method ?? received?.method;
   const body = JSON.stringify(problem(known.kind, known.detail, { instance: instanceUri(path), logref }));
   const head = [
     `HTTP/1.1 ${known.status}`,
@@ -169,7 +174,7 @@ export function answerClientError(
   const statusCode = Number(known.status.slice(0, 3));
   answers.answered({
     reqId: logref,
-    method: line?.method,
+    method,
     url: path,
     statusCode,
     since,

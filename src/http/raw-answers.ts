@@ -10,7 +10,10 @@ export interface RawAnswer {
   /** the request's target, as far as it was read */
   url?: string;
   statusCode: number;
-  /** `performance.now()` when the request was taken up */
+  /**
+   * `performance.now()` when the answer was begun: these answers are timed from there, for Node keeps no start of the
+   * request (a 408's wait for the request is not in its time)
+   */
   since: number;
   /** why it was refused, when that is an error (the parser's) */
   err?: Error;

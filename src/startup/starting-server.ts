@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { HAL_MEDIA_TYPE } from '../http/hal';
 import { instanceUri } from '../http/instance-uri';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem-plugin';
@@ -9,25 +9,26 @@ import { listenFailure } from './listen-errors';
 /** Seconds a client is asked to wait before it tries again while the service starts. */
 const RETRY_AFTER_SECONDS = '5';
 
-export interface StartingServer extends HeldPort {
-  /** Lets the port go (and every connection to it), unless handed over; a second call does nothing. */
-  close(): Promise<void>;
-}
-
 /** What the service's own server needs of the server holding its port: the listening socket, handed over. */
 export interface HeldPort {
   /** the listening socket, for the service's server to listen on (`handle`); undefined once closed */
   handle(): object | undefined;
-  /** The service's server listens on it: its own connections are told to close after their next answer. */
-  handedOver(): void;
+  /**
+   * The service's server listens on it. The connections this server had accepted send their next request to
+   * `service` (with `Connection: close`, so the client connects again), not to this server's 503.
+   */
+  handedOver(service: Server): void;
+  /** Lets the port go (and every connection to it), unless handed over; a second call does nothing. */
+  close(): Promise<void>;
 }
 
-function answer(req: IncomingMessage, res: ServerResponse, handed: boolean): void {
+/** The server holding PORT while the service starts. */
+export type StartingServer = HeldPort;
+
+function answer(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0];
   const id = requestIdOf(req);
-  // Once handed over, a kept-alive connection reaches this server until it closes: it is told to, so the client's
-  // next request connects again and reaches the service.
-  const headers = { 'x-request-id': id, 'cache-control': 'no-store', ...(handed ? { connection: 'close' } : {}) };
+  const headers = { 'x-request-id': id, 'cache-control': 'no-store' };
   let status = 503;
   let type = PROBLEM_CONTENT_TYPE;
   let body: object;
@@ -56,9 +57,20 @@ function answer(req: IncomingMessage, res: ServerResponse, handed: boolean): voi
  * closing it first and binding again left the port refusing connections, or resetting them, for up to 5 s on a
  * loaded machine (the app's ready in between), long enough for a liveness probe to fail.
  */
-export async function listenWhileStarting(host: string, port: number): Promise<StartingServer> {
-  let handed = false;
-  const server = createServer((req, res) => answer(req, res, handed));
+export async function listenWhileStarting(
+  host: string,
+  port: number,
+  keepAliveTimeoutMs: number,
+): Promise<StartingServer> {
+  let service: Server | undefined;
+  const server = createServer((req, res) => {
+    if (!service) return answer(req, res);
+    // A connection accepted before the handover, kept alive: its request is the service's. Its last one here.
+    res.setHeader('connection', 'close');
+    service.emit('request', req, res);
+  });
+  // As long as the service keeps a connection: a load balancer's, kept from before the handover, is then the service's.
+  server.keepAliveTimeout = keepAliveTimeoutMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(listenFailure(err, host, port)));
     server.listen({ host, port, exclusive: true }, () => resolve());
@@ -67,16 +79,19 @@ export async function listenWhileStarting(host: string, port: number): Promise<S
   const owner = server as unknown as { _handle: object | null };
   let closed: Promise<void> | undefined;
   return {
-    handle: () => (closed || handed ? undefined : (owner._handle ?? undefined)),
-    handedOver() {
-      handed = true;
+    // `localhost` is bound by Fastify once per address it resolves to, each binding with the listen options given:
+    // they would all take this one socket. It is let go and bound again instead, as before the handover existed.
+    handle: () => (closed || service || host === 'localhost' ? undefined : (owner._handle ?? undefined)),
+    handedOver(to) {
+      service = to;
       // The socket is the service's now: this server must never close it (its close would stop the service's).
       owner._handle = null;
       // Not closed, as Node's close() would close idle connections too: one of them could be one a client is sending
-      // a request on at that moment. They end with the keep-alive timeout the client was told of.
+      // a request on at that moment. They end with the keep-alive timeout the client was told of, or their next
+      // request.
     },
     close: () =>
-      (closed ??= handed
+      (closed ??= service
         ? Promise.resolve()
         : new Promise<void>((resolve) => {
             server.close(() => resolve());

@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { freePort } from '../../src/lib/free-port';
@@ -35,6 +35,22 @@ function lateBroker(port: number) {
       server?.close();
     },
   };
+}
+
+/** GETs on one kept-alive connection: each answer's status, and the local port (the same connection throughout). */
+function keptConnection(port: number) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const get = (path: string) =>
+    new Promise<{ status: number; localPort: number | undefined }>((resolve, reject) => {
+      const headers = { authorization: `Bearer ${TENANT_A_KEY}` };
+      const req = httpRequest(`http://127.0.0.1:${port}${path}`, { agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, localPort: req.socket?.localPort }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  return { get, close: () => agent.destroy() };
 }
 
 /** One GET on a connection of its own (a probe's way): its status, or the error's code. */
@@ -76,6 +92,11 @@ test('PORT answers /health/live 200 through the moment the service takes it over
       while (!stop) answers.push(await fetch(live).then((r) => r.arrayBuffer().then(() => r.status), String));
     };
     const pollers = [fresh(), fresh(), fresh(), kept(), kept()];
+    // One connection the holding server accepted, kept alive as a load balancer keeps its connections to a backend
+    // (the holding server keeps it as long as the service would, HTTP_KEEP_ALIVE_TIMEOUT_MS).
+    const lb = keptConnection(port);
+    const starting = await lb.get('/tasks?limit=1');
+    expect(starting.status).toBe(503);
     await broker.open();
     await app.waitFor(/hookstream is running/, 60000);
     // The service, not the holding server, answers now: a route the holding server answers 503 is the API's.
@@ -93,6 +114,10 @@ test('PORT answers /health/live 200 through the moment the service takes it over
     expect(servedByService).toBe(true);
     expect(answers.length).toBeGreaterThan(20);
     expect(answers.filter((a) => a !== 200)).toEqual([]);
+    // The service answers the API: so does the connection the holding server took, on its next request.
+    const after = await lb.get('/tasks?limit=1');
+    expect(after).toEqual({ status: 200, localPort: starting.localPort });
+    lb.close();
     app.child.kill('SIGTERM');
     expect(await app.exitWithin(30000)).toBe(0);
   } finally {

@@ -53,6 +53,12 @@ describe('PUBLIC_URL', () => {
       'PUBLIC_URL="https://[redacted]@api.example.com" must be an absolute http(s) URL ' +
         'without query, fragment or credentials',
     ]);
+    const [atSign] = problemsOf({ PUBLIC_URL: 'https://admin:p@ss@api.example.com' });
+    expect(atSign).toMatch(/^PUBLIC_URL="https:\/\/\[redacted\]@api\.example\.com" /);
+    const [query] = problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317/?api-key=S3CRET' });
+    expect(query).toMatch(/^OTEL_EXPORTER_OTLP_ENDPOINT="grpc:\/\/collector:4317\/\?\[redacted\]" must be/);
+    const [bare] = problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'otel:s3cret@collector:4318' });
+    expect(bare).not.toContain('s3cret');
     const [told] = problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://otel:s3cret@collector:4318' });
     expect(told).toMatch(/^OTEL_EXPORTER_OTLP_ENDPOINT="ftp:\/\/\[redacted\]@collector:4318" must be/);
   });

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app';
-import { loadConfig } from '../../src/config';
+import { DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
 import { Metrics } from '../../src/metrics/metrics';
 import { TENANT_A_KEY } from '../support/api-keys';
 import { capturedLogger } from './fakes';
@@ -24,6 +24,8 @@ beforeAll(async () => {
     logger: captured.logger,
     apiKeys: loadConfig({ API_KEYS: `tenant-a:${TENANT_A_KEY}` }).apiKeys,
     bodyLimitBytes: 1024,
+    // A slow body is cut after a second (408).
+    http: { ...DEFAULT_HTTP_LIMITS, requestTimeoutMs: 1000, headersTimeoutMs: 1000 },
     readiness: { kafkaReachable: () => true, viewsCaughtUp: () => true },
     metrics,
     routes: [
@@ -77,6 +79,13 @@ test.each([
   ['a method Node does not know', 'OTHER', 405, `FOO /things HTTP/1.1\r\n${host}\r\n`],
   ['a lower-case method', 'OTHER', 405, `get /things HTTP/1.1\r\n${host}\r\n`],
   ['a request line that is no request', 'OTHER', 400, 'NOT-HTTP\r\n\r\n'],
+  [
+    'a body that comes too slowly (its method read from the request in flight)',
+    'POST',
+    408,
+    `POST /things HTTP/1.1\r\n${host}Authorization: Bearer ${TENANT_A_KEY}\r\nContent-Type: application/json\r\n` +
+      'Content-Length: 10\r\n\r\n{"a"',
+  ],
 ])('%s: one request completed line, with its logref, and one observation', async (_what, method, status, request) => {
   const before = await counted(method, status);
   const answer = await raw(request);
