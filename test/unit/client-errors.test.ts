@@ -1,9 +1,10 @@
-import { connect, type Server } from 'node:net';
+import type { Server } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import { once } from 'node:events';
 import { answerClientError } from '../../src/http/client-errors';
 import { rawAnswers } from '../../src/http/raw-answers';
 import { problemType } from '../../src/problems/problem-types';
+import { rawExchange } from '../support/raw-exchange';
 import { capturedLogger } from './fakes';
 
 /*
@@ -24,15 +25,7 @@ async function serve(answerAfterMs = 0): Promise<{ port: number; lines: Record<s
   return { port: (server.address() as { port: number }).port, lines, server: server as unknown as Server };
 }
 
-function raw(port: number, request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let answer = '';
-    const socket = connect(port, '127.0.0.1', () => socket.write(request));
-    socket.on('data', (d) => (answer += d.toString('latin1')));
-    socket.on('close', () => resolve(answer));
-    socket.on('error', reject);
-  });
-}
+const raw = rawExchange;
 
 describe('requests the HTTP parser refuses', () => {
   test('the log line has the error without the bytes it kept: no API key, and no copy of a huge header', async () => {

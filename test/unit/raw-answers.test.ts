@@ -1,9 +1,9 @@
-import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app';
 import { DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/config';
 import { Metrics } from '../../src/metrics/metrics';
 import { TENANT_A_KEY } from '../support/api-keys';
+import { rawExchange } from '../support/raw-exchange';
 import { capturedLogger } from './fakes';
 
 /*
@@ -42,16 +42,7 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-/** Writes the bytes on a connection of their own and reads the answer until the server closes it. */
-function raw(request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let answer = '';
-    const socket = connect(port, '127.0.0.1', () => socket.write(request));
-    socket.on('data', (d) => (answer += d.toString('latin1')));
-    socket.on('close', () => resolve(answer));
-    socket.on('error', reject);
-  });
-}
+const raw = (request: string) => rawExchange(port, request);
 
 async function counted(method: string, status: number): Promise<number> {
   const text = await metrics.registry.metrics();
