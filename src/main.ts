@@ -12,7 +12,7 @@ import { startService, type RunningService } from './service';
 import { connectKafka } from './kafka/kafka-gateway';
 import { brokersUnreachable } from './startup/broker-reachable';
 import { HostUnusableError, PortTakenError } from './startup/listen-errors';
-import { listenWhileStarting, type StartingServer } from './startup/starting-server';
+import { listenWhileStarting, type HeldPort } from './startup/starting-server';
 import { KafkaStartupTimeoutError, StartupAbortedError, waitForKafka } from './startup/wait-for-kafka';
 import { settlesWithin } from './lib/settles-within';
 import { SERVICE_STOP_LIMIT_MS, SHUTDOWN_LIMIT_MS } from './startup/shutdown-limits';
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   let broker: LocalBroker | undefined;
   let service: RunningService | undefined;
   // Assigned at the port check; the shutdown handler below may run before that.
-  let starting: StartingServer | undefined = undefined;
+  let starting: HeldPort | undefined = undefined;
   // Installed before anything starts: a signal during startup must still stop what has started.
   const startup = new AbortController();
   let stopping = false;

@@ -22,9 +22,6 @@ export interface HeldPort {
   close(): Promise<void>;
 }
 
-/** The server holding PORT while the service starts. */
-export type StartingServer = HeldPort;
-
 function answer(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0];
   const id = requestIdOf(req);
@@ -57,11 +54,7 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
  * closing it first and binding again left the port refusing connections, or resetting them, for up to 5 s on a
  * loaded machine (the app's ready in between), long enough for a liveness probe to fail.
  */
-export async function listenWhileStarting(
-  host: string,
-  port: number,
-  keepAliveTimeoutMs: number,
-): Promise<StartingServer> {
+export async function listenWhileStarting(host: string, port: number, keepAliveTimeoutMs: number): Promise<HeldPort> {
   let service: Server | undefined;
   const server = createServer((req, res) => {
     if (!service) return answer(req, res);
