@@ -1,20 +1,17 @@
 import type { Agent } from 'undici';
 import type { Publisher } from '../../src/kafka/types';
 import { pause } from '../../src/lib/abortable-sleep';
-import { isoNow } from '../../src/lib/iso-now';
 import type { Logger } from '../../src/logger';
 import { CallbackFailureLog } from './callback-failure-log';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
-import { formatTraceparent, parseTraceparent } from '../../src/tracing/trace-context';
-import { PROPAGATION_ONLY, type Tracer } from '../../src/tracing/tracer';
-import { attemptKey, type DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
+import type { Tracer } from '../../src/tracing/tracer';
 import { randomHex } from '../../src/lib/random-hex';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import type { AttemptRecorder } from './attempt-recorder';
 import type { DeliveredCallbacks } from './delivered-callbacks';
-import { endingReason, SubscriptionEnds } from './subscription-ends';
-import { LaneStopped, type CallbackParts, type JobOrigin, type LaneExit, type LaneJob } from './lane-job';
-import { backoffMs, sendCallback, type CallbackMessage, type CallbackResult } from './send-callback';
+import { SubscriptionEnds } from './subscription-ends';
+import type { CallbackParts, JobOrigin, LaneExit, LaneJob } from './lane-job';
+import { CallbackAttempts, type AttemptOf } from './callback-attempt';
 import { deadLetterRecords } from './dead-letter';
 import { SendClearance, type ClearanceDeps } from './send-clearance';
 import { untilDone, type StepOf } from './until-done';
@@ -72,12 +69,6 @@ export interface LaneEvents {
   onStuck(head: LaneJob): void;
 }
 
-/** Which attempt of which handling of an event (attemptKey). */
-interface AttemptOf {
-  run: string;
-  attempt: number;
-}
-
 /**
  * Failed attempts in a row after which a head counts as stuck (LaneEvents.onStuck). Fewer would take a backlog (and a
  * reading of the partition later) for every passing failure; a dead endpoint gets there within seconds.
@@ -104,6 +95,7 @@ export class DeliveryLane {
   private readonly failureLog: CallbackFailureLog;
   private readonly clearance: SendClearance;
   private readonly ends: SubscriptionEnds;
+  private readonly attempts: CallbackAttempts;
 
   constructor(
     private readonly subscriptionId: string,
@@ -113,6 +105,7 @@ export class DeliveryLane {
     this.failureLog = deps.failureLog ?? new CallbackFailureLog(deps.logger);
     this.clearance = new SendClearance(deps, (what) => this.step(what));
     this.ends = new SubscriptionEnds(subscriptionId, deps, this.step('end the subscription'));
+    this.attempts = new CallbackAttempts(subscriptionId, deps, this.clearance, this.ends, (what) => this.step(what));
   }
 
   /**
@@ -209,7 +202,7 @@ export class DeliveryLane {
     }
     const run = randomHex(4);
     for (let attempt = 1; ; attempt += 1) {
-      const result = await this.attempt(message, { run, attempt }, signal, writes);
+      const result = await this.attempts.once(message, { run, attempt }, signal, writes);
       if (result?.outcome !== 'failed') return;
       // Told once per callback, not per retry: a dead endpoint's retries are in the metrics and the history.
       if (attempt === 1) this.failureLog.tell('failed', { ...this.named(message), error: result.error });
@@ -223,72 +216,6 @@ export class DeliveryLane {
       this.headFailed(attempt);
       await pause(result.retryInMs ?? 0, signal);
     }
-  }
-
-  /** One attempt, unless the subscription has ended; every attempt goes to the delivery history. */
-  private async attempt(
-    message: CallbackParts,
-    { run, attempt }: AttemptOf,
-    signal: AbortSignal,
-    writes: Promise<void>[],
-  ): Promise<(CallbackResult & { retryInMs?: number }) | undefined> {
-    // A handed-back event is not sent again: the retry loop's pause ends at once on the abort, and comes here.
-    if (signal.aborted) throw new LaneStopped();
-    const waiting = this.clearance.wait(signal);
-    if (waiting) await waiting;
-    const sub = this.deps.subscriptions.get(this.subscriptionId);
-    if (!sub || sub.status !== 'active') return undefined;
-    const { timeoutMs } = this.deps.callbacks;
-    // Each attempt is a client span of the event's trace; the receiver gets that span as its parent.
-    const tracer = this.deps.tracer ?? PROPAGATION_ONLY;
-    const span = tracer.start(`callback ${message.event}`, 'client', parseTraceparent(message.traceparent));
-    const traceparent = formatTraceparent(span.context);
-    const sent: CallbackMessage = {
-      subscriptionId: message.subscriptionId,
-      callbackUrl: sub.callbackUrl,
-      secret: sub.secret,
-      webhookId: message.webhookId,
-      event: message.event,
-      taskId: message.taskId,
-      body: message.body,
-      traceparent,
-    };
-    const result = await sendCallback(sent, this.deps.agent, timeoutMs);
-    span.end(result.outcome === 'failed' ? result.error : undefined);
-    // Chosen here (its jitter once) so the history can say when the next attempt is due.
-    const { maxAttempts, backoffBaseMs, backoffMaxMs } = this.deps.callbacks;
-    const retryInMs =
-      result.outcome === 'failed' && attempt < maxAttempts
-        ? backoffMs(attempt, backoffBaseMs, backoffMaxMs, result.retryAfterMs)
-        : undefined;
-    this.deps.metrics?.callbackAttempt(result.outcome, result.latencyMs / 1000);
-    // One shape for every attempt; JSON leaves the undefined parts out.
-    const record: DeliveryAttempt = {
-      subscriptionId: sub.id,
-      webhookId: message.webhookId,
-      event: message.event,
-      taskId: message.taskId || undefined,
-      attempt,
-      at: isoNow(),
-      outcome: result.outcome,
-      latencyMs: result.latencyMs,
-      statusCode: result.statusCode,
-      error: result.outcome === 'failed' ? result.error : undefined,
-      nextAttemptAt: retryInMs === undefined ? undefined : new Date(Date.now() + retryInMs).toISOString(),
-    };
-    const history = { topic: this.deps.topics.deliveries, key: attemptKey(record, run), value: JSON.stringify(record) };
-    // Tried once even when the event is being handed back: the attempt happened (maybe delivered), so it is history.
-    const recorded = untilDone(signal, this.step('record the attempt'), () => this.deps.history.record(history), true);
-    recorded.catch(() => undefined); // settled by the job (Promise.all), or dropped with a handed-back event
-    writes.push(recorded);
-    const reason = endingReason(result.outcome, sub);
-    if (reason) {
-      // The attempt is history before the subscription ends: ended first, a crash between the two would leave a
-      // subscription cancelled as delivered with no delivery in its history, and nothing would deliver it again.
-      await recorded.catch(() => undefined);
-      await this.ends.end(sub, reason, signal);
-    }
-    return { ...result, retryInMs };
   }
 
   private async deadLetter(
