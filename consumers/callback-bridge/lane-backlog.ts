@@ -1,35 +1,19 @@
-import type { CommitHold, IncomingRecord, PartitionReader, PartitionReading } from '../../src/kafka/types';
-import { retryDelayMs } from '../../src/lib/backoff';
-import type { Logger } from '../../src/logger';
+import type { CommitHold, IncomingRecord } from '../../src/kafka/types';
 import type { DeliveryLane } from './delivery-lanes';
 import type { CallbackParts, LaneExit } from './lane-job';
-import type { ReadingSlots } from './reading-slots';
 import type { CursorWriter } from './backlog-cursors';
 import { BacklogCommitGuard } from './backlog-commit-guard';
-
-/** fetches in a row that may fail (about 3 s of the reader's backoff) before a reading gives its turn back */
-const READING_GIVES_UP_AFTER = 5;
-
-/** One reading of the backlog, from its opening to its stop. */
-interface Turn {
-  reading?: PartitionReading;
-  stopped: boolean;
-}
+import { BacklogReading, type BacklogReadingDeps, type ReadingTurn } from './backlog-reading';
 
 type HoldCommit = (offset: bigint) => CommitHold;
 
-export interface BacklogDeps {
-  reader: PartitionReader;
-  logger: Logger;
-  kafkaTimeoutMs: number;
+export interface BacklogDeps extends BacklogReadingDeps {
   /** the subscription's lane now (a lane is dropped while idle and made again) */
   lane(): DeliveryLane;
   /** the callback the record makes for the subscription; undefined if it wants none, 'ended' once it has ended */
   callbackFor(record: IncomingRecord): CallbackParts | undefined | 'ended';
   /** the next offset the group consumer offers to the lanes: every record below it has been offered */
   offeredUpTo(): bigint;
-  /** the bridge's turns at reading (reading-slots.ts) */
-  slots: ReadingSlots;
   /** where the backlog's cursor is kept (backlog-cursors.ts): one writer per subscription and partition */
   cursor: CursorWriter;
   /** nothing is held, nothing is left to read: the bridge drops the backlog */
@@ -72,17 +56,11 @@ export class LaneBacklog {
   private readonly guard: BacklogCommitGuard;
   /** the group consumer offers this subscription's events again from here; undefined while the backlog reads */
   private attachedAt: bigint | undefined;
-  /** the reading under way (also while it opens); a record from any other is stale and passed over */
-  private current: Turn | undefined;
-  /** a record read that waits for room in the lane */
-  private waiting: ((superseded?: boolean) => void) | undefined;
-  private openFailures = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
+  /** its turns at reading; a record from any but the current one is stale and passed over */
+  private readonly reading: BacklogReading;
   private ended = false;
   /** removed when it ends: the signal lives as long as the partition is this process's, backlogs come and go */
   private readonly onHandBack = () => this.end();
-  /** a reading slot is this backlog's, from taking it until its reading stops */
-  private slotHeld = false;
 
   constructor(
     readonly topic: string,
@@ -100,6 +78,7 @@ export class LaneBacklog {
     this.next = range.from;
     this.attachedAt = range.until;
     this.gated = !holdCommit;
+    this.reading = new BacklogReading(this, deps, (turn, record) => this.onRecord(turn, record));
     this.guard = new BacklogCommitGuard(
       deps.cursor,
       subscriptionId,
@@ -176,7 +155,7 @@ export class LaneBacklog {
       this.resume();
     }
     if (this.attachedAt === undefined) {
-      if (this.current && this.next >= upTo) this.attach();
+      if (this.reading.active && this.next >= upTo) this.attach();
     } else if (this.readAll && this.inLane.size === 0 && upTo >= this.attachedAt) {
       this.finish();
     }
@@ -184,54 +163,18 @@ export class LaneBacklog {
 
   /** The lane may have room: a waiting record goes in, or a reading starts. */
   resume(): void {
-    if (this.waiting) {
-      const go = this.waiting;
-      this.waiting = undefined;
-      go();
-      return;
-    }
-    if (this.ended || this.gated || this.readAll || this.current || this.retryTimer) return;
+    if (this.reading.resumeWaiting()) return;
+    if (this.ended || this.gated || this.readAll || this.reading.busy) return;
     const lane = this.deps.lane();
     if (!lane.hasRoom()) {
       lane.wantRoom();
       return;
     }
-    if (!this.slotHeld && !this.deps.slots.take(this)) return;
-    this.slotHeld = true;
-    void this.open();
+    this.reading.start(this.next);
   }
 
-  private async open(): Promise<void> {
-    const turn: Turn = { stopped: false };
-    this.current = turn;
-    try {
-      turn.reading = await this.deps.reader.open(
-        {
-          topic: this.topic,
-          partition: this.partition,
-          fromOffset: this.next.toString(),
-          onRecord: (record) => this.onRecord(turn, record),
-          // A reading that keeps failing gives its turn back and is opened again later (readingFailed's backoff).
-          giveUpAfter: READING_GIVES_UP_AFTER,
-          onError: (err) => this.readingFailed(turn, err),
-        },
-        this.deps.kafkaTimeoutMs,
-      );
-    } catch (err) {
-      this.readingFailed(turn, err as Error);
-      return;
-    }
-    // Stopped (rewound, given back, ended) while it opened: a later turn reads, if one is wanted.
-    if (turn.stopped) {
-      void turn.reading.stop();
-      this.resume();
-      return;
-    }
-    this.openFailures = 0;
-  }
-
-  private async onRecord(turn: Turn, record: IncomingRecord): Promise<void> {
-    if (turn !== this.current) return;
+  private async onRecord(turn: ReadingTurn, record: IncomingRecord): Promise<void> {
+    if (!this.reading.isCurrent(turn)) return;
     const offset = BigInt(record.offset);
     if (offset < this.next || this.ended) return;
     if (this.attachedAt !== undefined && offset >= this.attachedAt) {
@@ -245,18 +188,9 @@ export class LaneBacklog {
     }
     if (callback) {
       while (!this.deps.lane().hasRoom()) {
-        const superseded = await new Promise<boolean>((resolve) => {
-          // A reader that restarted offers its record again while the first offer waits here: the new offer goes
-          // on, and the first one ends, so the reader it came from stops waiting for it.
-          this.waiting?.(true);
-          this.waiting = (later = false) => resolve(later);
-          this.deps.lane().wantRoom();
-          // Only waiting: another backlog may read meanwhile, and this one reads on from here later.
-          this.deps.slots.idle(this);
-        });
-        if (superseded) return;
+        if (await this.reading.waitForRoom(this.deps.lane())) return;
         this.deps.slots.busy(this);
-        if (turn !== this.current) return;
+        if (!this.reading.isCurrent(turn)) return;
       }
       this.inLane.add(offset);
       const exit = this.deps.lane().enqueue(callback, this.signal, { partition: this.key, offset, backlog: this });
@@ -311,46 +245,13 @@ export class LaneBacklog {
     this.guard.keep(this.point(), this.attachedAt, holdCommit);
   }
 
-  private readingFailed(turn: Turn, err: Error): void {
-    if (turn !== this.current) return;
-    this.stopReading();
-    if (this.ended) return;
-    this.openFailures += 1;
-    const retryInMs = retryDelayMs(this.openFailures, 200, 5000);
-    const at = { topic: this.topic, partition: this.partition, subscriptionId: this.subscriptionId };
-    this.deps.logger.warn({ ...at, err, retryInMs }, 'could not read a lane backlog from Kafka; trying again');
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.resume();
-    }, retryInMs);
-    this.retryTimer.unref();
-  }
-
-  /**
-   * Another backlog waits for a reading slot: if this one still only waits for room, it stops, to read on once the
-   * lane has room (it has asked for it). False when it is reading again, or stopped already: it keeps its turn.
-   */
+  /** Another backlog waits for a reading slot (reading-slots.ts): see BacklogReading.yieldSlot. */
   yieldSlot(): boolean {
-    if (!this.waiting || !this.slotHeld) return false;
-    this.stopReading();
-    return true;
+    return this.reading.yieldSlot();
   }
 
   private stopReading(): void {
-    const turn = this.current;
-    this.current = undefined;
-    const waiting = this.waiting;
-    this.waiting = undefined;
-    waiting?.();
-    this.deps.slots.busy(this);
-    if (this.slotHeld) {
-      this.slotHeld = false;
-      this.deps.slots.give();
-    }
-    if (!turn) return;
-    turn.stopped = true;
-    // A reading still opening is stopped by open() once it is there.
-    if (turn.reading) void turn.reading.stop();
+    this.reading.stop();
   }
 
   /**
@@ -373,9 +274,6 @@ export class LaneBacklog {
   end(): void {
     this.ended = true;
     this.signal.removeEventListener('abort', this.onHandBack);
-    this.deps.slots.leave(this);
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    this.stopReading();
+    this.reading.close();
   }
 }
