@@ -1,4 +1,4 @@
-import type { FencingPublisher, StateView } from '../../src/kafka/types';
+import { KafkaUnavailableError, type FencingPublisher, type StateView } from '../../src/kafka/types';
 import type { TaskRecord } from '../../src/tasks/task-snapshot';
 
 interface Writer {
@@ -7,6 +7,8 @@ interface Writer {
   syncedGeneration: number;
   /** a write failed since that sync: it may have landed all the same, unseen by the view */
   unsure: boolean;
+  /** settles and syncs under way (resolved): until they end, the view may lack what they settle */
+  resolving: Set<Promise<unknown>>;
 }
 
 /** A partition's publisher, and the initialization after which the view shows every committed write. */
@@ -36,6 +38,13 @@ export class PartitionWriters {
 
   async checked(partition: number): Promise<CheckedWriter> {
     const writer = this.writer(partition);
+    // A resolve under way (another task's on this partition) cleared `unsure` as it began: a write that failed
+    // before then may still be settling, and the view not show it. Answering before the resolve ends ran a task
+    // whose final event was committed a moment later, to a second final event. A write that failed since marks
+    // `unsure` again, for the check that follows the wait.
+    while (writer.resolving.size > 0) await Promise.allSettled(writer.resolving);
+    // Released meanwhile (the partition went to another runner): a writer made now would fence its new owner.
+    if (this.writers.get(partition) !== writer) throw new KafkaUnavailableError('the partition was handed back');
     if (writer.unsure) return this.resolved(partition);
     // The common case: nothing was initialized and no write failed since the last sync, so the view shows every
     // final event (each successful write of the runner's was applied to it before the write's caller went on).
@@ -55,10 +64,18 @@ export class PartitionWriters {
    * are over for good (committed or aborted), then syncs the view whatever the
    * generation, so the caller sees whether the uncertain write landed.
    */
-  async resolved(partition: number): Promise<CheckedWriter> {
+  resolved(partition: number): Promise<CheckedWriter> {
     const writer = this.writer(partition);
     // Cleared first: a write failing while this runs marks it again, for the next check.
     writer.unsure = false;
+    const resolving = this.resolve(writer);
+    writer.resolving.add(resolving);
+    const over = () => writer.resolving.delete(resolving);
+    resolving.then(over, over);
+    return resolving;
+  }
+
+  private async resolve(writer: Writer): Promise<CheckedWriter> {
     try {
       const generation = await writer.publisher.settled();
       await this.view.syncedSince(Date.now(), this.timeoutMs);
@@ -80,7 +97,7 @@ export class PartitionWriters {
     let writer = this.writers.get(partition);
     if (!writer) {
       const publisher = this.create(`${this.transactionalIdPrefix}${partition}`);
-      writer = { publisher, syncedGeneration: -1, unsure: false };
+      writer = { publisher, syncedGeneration: -1, unsure: false, resolving: new Set() };
       this.writers.set(partition, writer);
     }
     return writer;
