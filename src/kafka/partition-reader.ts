@@ -16,6 +16,8 @@ export class KafkaPartitionReader implements PartitionReader {
   private readonly clusters: ReaderClusters;
   /** kept connected for ListOffsets, which never waits at the broker: one round trip */
   private readonly ends: HighWatermarks;
+  /** the same, read_uncommitted: the log's end, open transactions included */
+  private readonly logEnds: HighWatermarks;
 
   constructor(
     kafka: Kafka,
@@ -25,6 +27,7 @@ export class KafkaPartitionReader implements PartitionReader {
   ) {
     this.clusters = new ReaderClusters(kafka);
     this.ends = new HighWatermarks(kafka, { lastStable: true });
+    this.logEnds = new HighWatermarks(kafka);
   }
 
   async open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading> {
@@ -40,19 +43,29 @@ export class KafkaPartitionReader implements PartitionReader {
     return this.offsetOf('end', topic, partition, timeoutMs);
   }
 
+  /** The high watermark: past every record written so far, open transactions' too. */
+  logEnd(topic: string, partition: number, timeoutMs: number): Promise<string> {
+    return this.offsetOf('log end', topic, partition, timeoutMs);
+  }
+
   /** The log start: the first offset the partition still holds; below it, retention deleted the records. */
   startOffset(topic: string, partition: number, timeoutMs: number): Promise<string> {
     return this.offsetOf('start', topic, partition, timeoutMs);
   }
 
-  private async offsetOf(at: 'end' | 'start', topic: string, partition: number, timeoutMs: number): Promise<string> {
+  private async offsetOf(
+    at: 'end' | 'start' | 'log end',
+    topic: string,
+    partition: number,
+    timeoutMs: number,
+  ): Promise<string> {
     this.refuseWhileDown();
     const what = `${at} offset of ${topic}/${partition}`;
     // A ListOffsets that kafkajs failed is Kafka not answering as it should, whatever kafkajs calls it: a 503 for a
     // request. Anything else (a bug of ours) stays what it is, a 500.
-    const asking = this.ends
-      .of(topic, at)
-      .catch((err: unknown) => Promise.reject(isKafkaFailure(err) ? new KafkaUnavailableError(what, err) : err));
+    const asking = (at === 'log end' ? this.logEnds.of(topic) : this.ends.of(topic, at)).catch((err: unknown) =>
+      Promise.reject(isKafkaFailure(err) ? new KafkaUnavailableError(what, err) : err),
+    );
     const offsets = await withKafkaTimeout(asking, timeoutMs, what);
     const offset = offsets.get(partition);
     if (offset === undefined) throw new Error(`${topic} has no partition ${partition}`);
@@ -80,5 +93,6 @@ export class KafkaPartitionReader implements PartitionReader {
     await atMost(Promise.all(readings.map((r) => r.closed())), CLOSE_WAIT_MS);
     await this.clusters.close();
     await this.ends.close();
+    await this.logEnds.close();
   }
 }

@@ -268,6 +268,12 @@ export interface PartitionReader {
   open(options: PartitionReadOptions, timeoutMs: number): Promise<PartitionReading>;
   /** The partition's end: the offset the next record written to it will get. */
   endOffset(topic: string, partition: number, timeoutMs: number): Promise<string>;
+  /**
+   * The partition's log end (its high watermark): past every record written to it so far, those of transactions
+   * still open included. A committed reader gets there once every one of them is decided; endOffset is where it can
+   * get now.
+   */
+  logEnd(topic: string, partition: number, timeoutMs: number): Promise<string>;
   /** The partition's log start: the first offset it still holds (retention deleted the records below it). */
   startOffset(topic: string, partition: number, timeoutMs: number): Promise<string>;
 }

@@ -13,12 +13,11 @@ import type { Logger } from '../logger';
 import {
   COORDINATE_PATTERN,
   coordinate,
-  EVENT_STREAM_HEAD,
   parseCoordinate,
   readTaskEventPage,
   type ReadTaskEvent,
-  TaskEventStream,
-} from './task-event-stream';
+} from './task-event-page';
+import { EVENT_STREAM_HEAD, TaskEventStream } from './task-event-stream';
 import { taskEventPageSchema } from './task-event-schemas';
 import { TASK_ID_PARAMS, taskNotFound } from './task-schemas';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
@@ -125,7 +124,9 @@ function wantsEventStream(request: FastifyRequest): boolean {
  * RFC 9110 §8.6 forbids on a 204, and which on a 200 would misstate GET's body (a stream, never empty).
  */
 async function eventStreamHead(deps: TaskEventRouteDeps, reply: FastifyReply, task: TaskSnapshot, from: bigint) {
-  const ended = isFinal(task.status) && (await readTaskEventPage(deps, task, from, 1)).events.length === 0;
+  const page = isFinal(task.status) ? await readTaskEventPage(deps, task, from, 1) : undefined;
+  // As GET decides it: 204 only when nothing can follow the cursor, not while an open transaction hides the rest.
+  const ended = page !== undefined && page.events.length === 0 && page.settled;
   const headers = reply.getHeaders() as OutgoingHttpHeaders;
   reply.hijack();
   reply.raw.writeHead(ended ? 204 : 200, ended ? headers : { ...headers, ...EVENT_STREAM_HEAD });
@@ -214,6 +215,15 @@ export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRoute
   );
 }
 
+/** Resolves once the view shows the task ended or forgotten, or when `signal` aborts: a stream waits for it. */
+async function untilTaskEnded(store: TaskStore, taskId: string, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    // awaitFinal gives up after its timeout: a stream may outlive any one of them.
+    const task = await store.awaitFinal(taskId, 2 ** 31 - 1, signal);
+    if (!task || isFinal(task.status)) return;
+  }
+}
+
 /** One request of the events route: its stream or its page, from the cursor. */
 async function serveEvents(
   deps: TaskEventRouteDeps,
@@ -232,7 +242,9 @@ async function serveEvents(
   if (wantsEventStream(request)) {
     if (request.method === 'HEAD') return eventStreamHead(deps, reply, task, from);
     // The stream writes its own head: the headers the conventions set (X-Request-Id, traceparent) go with it.
-    const stream = new TaskEventStream(deps, task, reply.raw, reply.getHeaders() as OutgoingHttpHeaders);
+    const untilEnded = (taskId: string, signal: AbortSignal) => untilTaskEnded(deps.store, taskId, signal);
+    const headers = reply.getHeaders() as OutgoingHttpHeaders;
+    const stream = new TaskEventStream({ ...deps, untilEnded }, task, reply.raw, headers);
     const opened = await stream.open(from, isFinal(task.status));
     // Nothing after the cursor of a finished task: 204 stops an EventSource from reconnecting for ever.
     if ('nothing' in opened) return reply.code(204).send();
@@ -244,7 +256,7 @@ async function serveEvents(
     return reply;
   }
   const { limit } = request.query;
-  const { events, more } = await readTaskEventPage(deps, task, from, limit);
+  const { events, more, settled } = await readTaskEventPage(deps, task, from, limit);
   // `self` names the page served: a page that Last-Event-ID started names that cursor as `after`.
   const cursor = resume.where === LAST_EVENT_ID ? `${task.partition}:${from - 1n}` : request.query.after;
   const after = cursor ? `after=${cursor}&` : '';
@@ -257,8 +269,9 @@ async function serveEvents(
   return halResource(
     {
       count: events.length,
-      // Nothing follows: the page holds the final event, or the task had ended and its partition was read.
-      complete: (last?.final ?? false) || (!more && isFinal(task.status)),
+      // Nothing follows: the page holds the final event, or the task had ended and its partition was read past every
+      // record written before the request (an open transaction can keep some of them unreadable for a while).
+      complete: (last?.final ?? false) || (!more && isFinal(task.status) && settled),
       events: events.map(pageEvent),
     },
     links,

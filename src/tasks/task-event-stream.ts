@@ -1,117 +1,10 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { RecordsDeletedError, type IncomingRecord, type PartitionReader, type PartitionReading } from '../kafka/types';
+import type { IncomingRecord, PartitionReading } from '../kafka/types';
 import type { Logger } from '../logger';
+import { pause } from '../lib/abortable-sleep';
+import { retryDelayMs } from '../lib/backoff';
+import { asTaskEvent, type EventReadDeps } from './task-event-page';
 import type { TaskSnapshot } from './task-snapshot';
-
-const FINAL_EVENTS = new Set(['task.succeeded', 'task.failed', 'task.cancelled']);
-
-/**
- * `<partition>:<offset>`: an event's Kafka coordinate, its SSE id and the cursor to resume after it. The offset may be
- * -1: the cursor is exclusive, so the one before a partition's first record (Kafka position 0) is `<partition>:-1`.
- */
-export const COORDINATE_PATTERN = '^\\d{1,9}:(-1|\\d{1,19})$';
-
-export function coordinate(partition: number, offset: string | bigint): string {
-  return `${partition}:${offset}`;
-}
-
-export function parseCoordinate(value: string): { partition: number; offset: bigint } | undefined {
-  if (!new RegExp(COORDINATE_PATTERN).test(value)) return undefined;
-  const [p, o] = value.split(':');
-  return { partition: Number(p), offset: BigInt(o) };
-}
-
-/** One of the task's events as read from its partition. */
-export interface ReadTaskEvent {
-  id: string;
-  partition: number;
-  offset: string;
-  kind: string;
-  /** the record's value, as written (JSON text) */
-  value: string;
-  final: boolean;
-}
-
-function asTaskEvent(record: IncomingRecord, taskId: string): ReadTaskEvent | undefined {
-  if (record.key !== taskId || record.value === null) return undefined;
-  let kind = record.headers.ce_type;
-  if (!kind) {
-    try {
-      kind = String((JSON.parse(record.value) as { event?: unknown }).event ?? 'message');
-    } catch {
-      kind = 'message';
-    }
-  }
-  return {
-    id: coordinate(record.partition, record.offset),
-    partition: record.partition,
-    offset: record.offset,
-    kind,
-    value: record.value,
-    final: FINAL_EVENTS.has(kind),
-  };
-}
-
-export interface EventReadDeps {
-  reader: PartitionReader;
-  /** KAFKA_TIMEOUT_MS: opening a reader, or reading a page, answers 503 after it */
-  timeoutMs: number;
-}
-
-/**
- * The task's events from `fromOffset` that were written before the request:
- * at most `limit`, stopping after the final event.
- */
-export async function readTaskEventPage(
-  deps: EventReadDeps,
-  task: TaskSnapshot,
-  fromOffset: bigint,
-  limit: number,
-): Promise<{ events: ReadTaskEvent[]; more: boolean }> {
-  const started = Date.now();
-  const remaining = () => Math.max(1, deps.timeoutMs - (Date.now() - started));
-  const end = BigInt(await deps.reader.endOffset(task.topic, task.partition, remaining()));
-  if (fromOffset >= end) return { events: [], more: false };
-  const events: ReadTaskEvent[] = [];
-  /** a full page is followed by another of the task's events before `end`: a next page has something now */
-  let more = false;
-  let enough: () => void = () => undefined;
-  const full = new Promise<void>((resolve) => {
-    enough = resolve;
-  });
-  /** why the reading ended, told after its waiters were refused (their error only says it stopped) */
-  let ended: Error | undefined;
-  const reading = await deps.reader.open(
-    {
-      topic: task.topic,
-      partition: task.partition,
-      fromOffset: fromOffset.toString(),
-      until: end.toString(),
-      // A page that passed over deleted events would call itself complete: the gap is the answer instead.
-      refuseDeleted: true,
-      onError: (err) => {
-        ended = err;
-      },
-      onRecord(record) {
-        if (more || events.at(-1)?.final) return;
-        const e = asTaskEvent(record, task.taskId);
-        if (!e) return;
-        if (events.length < limit) events.push(e);
-        else more = true;
-        if (more || e.final) enough();
-      },
-    },
-    remaining(),
-  );
-  try {
-    await Promise.race([reading.reached(end.toString(), remaining()), full]);
-  } catch (err) {
-    throw ended instanceof RecordsDeletedError ? ended : err;
-  } finally {
-    await reading.stop();
-  }
-  return { events, more };
-}
 
 /**
  * The stream's own headers; a HEAD asking for the stream gets them too. No `Connection`: Node says keep-alive or close
@@ -130,7 +23,12 @@ export interface EventStreamDeps extends EventReadDeps {
   /** a comment line goes out at least this often */
   heartbeatMs: number;
   logger: Logger;
+  /** resolves once the view shows the task ended (or forgotten), or when `signal` aborts */
+  untilEnded?(taskId: string, signal: AbortSignal): Promise<unknown>;
 }
+
+/** a wait that only the stream's end cuts short (the largest delay a Node timer takes) */
+const NO_DEADLINE = 2 ** 31 - 1;
 
 /**
  * Serves one task's events as Server-Sent Events on `res`, from `fromOffset`:
@@ -144,6 +42,8 @@ export class TaskEventStream {
   private reading: PartitionReading | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private ended = false;
+  /** aborted when the stream ends: what waits for it stops waiting */
+  private readonly over = new AbortController();
   /** the client closed the connection: whatever open() meets after that is not a failure to answer */
   private clientLeft = false;
   private readonly done: Promise<void>;
@@ -196,7 +96,9 @@ export class TaskEventStream {
     const started = Date.now();
     const remaining = () => Math.max(1, this.deps.timeoutMs - (Date.now() - started));
     const { topic, partition } = this.task;
-    const end = finalBefore ? BigInt(await this.deps.reader.endOffset(topic, partition, remaining())) : undefined;
+    // Ended before the request: its events all lie below the log's end, open transactions' records included (below
+    // the last stable offset they may not: a transaction left open holds it under records committed after it).
+    const end = finalBefore ? BigInt(await this.deps.reader.logEnd(topic, partition, remaining())) : undefined;
     if (end !== undefined && fromOffset >= end) return { nothing: true };
     let firstEvent: () => void = () => undefined;
     const found = new Promise<void>((resolve) => {
@@ -222,16 +124,20 @@ export class TaskEventStream {
     );
     if (end !== undefined) {
       // Nothing of the task comes after its final event: reaching the end known at the request is the end.
-      const reachedEnd = this.reading.reached(end.toString(), remaining()).then(() => true);
-      if (
-        await Promise.race([
-          found.then(() => false),
-          reachedEnd.catch(async (err: unknown) => {
-            await this.reading?.stop();
-            throw err;
-          }),
-        ])
-      ) {
+      const reachedEnd = this.reading.reached(end.toString(), NO_DEADLINE).then(() => true);
+      let waited: NodeJS.Timeout | undefined;
+      // An open transaction below the end holds the reading: after KAFKA_TIMEOUT_MS the stream is answered, and
+      // waits, as a running task's does (no 204 while an event may still come; no 503 for a task that has ended).
+      const holding = new Promise<false>((resolve) => (waited = setTimeout(() => resolve(false), remaining())));
+      const nothing = await Promise.race([
+        found.then(() => false),
+        holding,
+        reachedEnd.catch(async (err: unknown) => {
+          await this.reading?.stop();
+          throw err;
+        }),
+      ]).finally(() => clearTimeout(waited));
+      if (nothing) {
         await this.reading.stop();
         return { nothing: true };
       }
@@ -248,13 +154,47 @@ export class TaskEventStream {
     this.res.write(`retry: 1000\n: events of task ${this.task.taskId}\n\n`);
     this.headDone();
     this.scheduleHeartbeat();
+    if (end === undefined) void this.endOnceEnded();
     return { served: this.done };
+  }
+
+  /**
+   * A task running when the stream opened, as this process's view showed it: the stream ends after its final event.
+   * A view behind the runner may show running a task whose final event is already before the cursor (a client that
+   * resumes after the last event on another api instance): such a stream ends once the view shows the task ended and
+   * the reading has passed the log's end as it was then, which lies past every event of the task.
+   */
+  private async endOnceEnded(): Promise<void> {
+    const { untilEnded, reader, timeoutMs, logger } = this.deps;
+    if (!untilEnded) return;
+    try {
+      await untilEnded(this.task.taskId, this.over.signal);
+    } catch (err) {
+      // Not knowing when the task ends, the stream ends after its final event only: never before it.
+      logger.error({ err, taskId: this.task.taskId }, 'task event stream cannot learn when its task ends');
+      return;
+    }
+    const { topic, partition, taskId } = this.task;
+    for (let failures = 1; !this.ended; failures += 1) {
+      try {
+        const end = await reader.logEnd(topic, partition, timeoutMs);
+        await this.reading?.reached(end, NO_DEADLINE);
+        this.end();
+        return;
+      } catch (err) {
+        // Stopped with the stream, or Kafka did not answer: asked again until the stream ends one way or the other.
+        if (this.ended) return;
+        logger.warn({ err, taskId }, 'task event stream could not find the end of its ended task; trying again');
+        await pause(retryDelayMs(failures, 500, 5000), this.over.signal);
+      }
+    }
   }
 
   /** Ends the stream (the client left, the server closes, or the task ended). */
   end(): void {
     if (this.ended) return;
     this.ended = true;
+    this.over.abort();
     this.headDone();
     clearTimeout(this.heartbeat);
     void this.reading?.stop();

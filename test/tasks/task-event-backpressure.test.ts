@@ -71,6 +71,7 @@ function watchedReader(inner: PartitionReader): PartitionReader & { holding: num
   const watched = {
     holding: 0,
     endOffset: (topic: string, partition: number, timeoutMs: number) => inner.endOffset(topic, partition, timeoutMs),
+    logEnd: (topic: string, partition: number, timeoutMs: number) => inner.logEnd(topic, partition, timeoutMs),
     startOffset: (topic: string, partition: number, timeoutMs: number) =>
       inner.startOffset(topic, partition, timeoutMs),
     open: (options: PartitionReadOptions, timeoutMs: number) =>

@@ -39,6 +39,7 @@ function fakeReader() {
         openings.push(opening);
       }),
     endOffset: async () => '0',
+    logEnd: async () => '0',
     startOffset: async () => '0',
   };
   return { reader, openings };

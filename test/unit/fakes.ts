@@ -199,6 +199,11 @@ export class FakePartitionReader implements PartitionReader {
     return String(this.publisher.nextOffset);
   }
 
+  /** no transactions stay open here: the log end is the end a reading can get to */
+  async logEnd(): Promise<string> {
+    return String(this.publisher.nextOffset);
+  }
+
   async startOffset(): Promise<string> {
     return String(this.logStart);
   }

@@ -120,6 +120,7 @@ describe('more backlogs than reading slots, a dead endpoint that revives', () =>
 function gatedReader(partition: number, gate: Promise<void>, asked: () => void) {
   return (inner: PartitionReader): PartitionReader => ({
     endOffset: (...a) => inner.endOffset(...a),
+    logEnd: (...a) => inner.logEnd(...a),
     startOffset: (...a) => inner.startOffset(...a),
     async open(options, timeoutMs): Promise<PartitionReading> {
       if (options.partition === partition) {
@@ -286,6 +287,7 @@ describe('a reader that restarts while its record waits for room in the lane', (
     const offers: Promise<void>[] = [];
     const restartingOnEveryRecord = (reader: PartitionReader): PartitionReader => ({
       endOffset: (topic, partition, timeoutMs) => reader.endOffset(topic, partition, timeoutMs),
+      logEnd: (topic, partition, timeoutMs) => reader.logEnd(topic, partition, timeoutMs),
       startOffset: (topic, partition, timeoutMs) => reader.startOffset(topic, partition, timeoutMs),
       open: (options, timeoutMs) =>
         reader.open(

@@ -49,6 +49,7 @@ function slowReader() {
           outcome === 'open' ? resolve(reading) : reject(new KafkaUnavailableError('reader stopped'));
       }),
     endOffset: async () => '10',
+    logEnd: async () => '10',
     startOffset: async () => '0',
   };
   return { reader, stopped, settle: (outcome: 'open' | 'fail') => settle(outcome) };

@@ -1,0 +1,130 @@
+import { RecordsDeletedError, type IncomingRecord, type PartitionReader } from '../kafka/types';
+import { isFinal, type TaskSnapshot } from './task-snapshot';
+
+/*
+ * A task's events as read from its partition: their coordinates (the SSE ids and the cursors) and a page of them.
+ * The stream (task-event-stream.ts) sends the same events one by one.
+ */
+
+const FINAL_EVENTS = new Set(['task.succeeded', 'task.failed', 'task.cancelled']);
+
+/**
+ * `<partition>:<offset>`: an event's Kafka coordinate, its SSE id and the cursor to resume after it. The offset may be
+ * -1: the cursor is exclusive, so the one before a partition's first record (Kafka position 0) is `<partition>:-1`.
+ */
+export const COORDINATE_PATTERN = '^\\d{1,9}:(-1|\\d{1,19})$';
+
+export function coordinate(partition: number, offset: string | bigint): string {
+  return `${partition}:${offset}`;
+}
+
+export function parseCoordinate(value: string): { partition: number; offset: bigint } | undefined {
+  if (!new RegExp(COORDINATE_PATTERN).test(value)) return undefined;
+  const [p, o] = value.split(':');
+  return { partition: Number(p), offset: BigInt(o) };
+}
+
+/** One of the task's events as read from its partition. */
+export interface ReadTaskEvent {
+  id: string;
+  partition: number;
+  offset: string;
+  kind: string;
+  /** the record's value, as written (JSON text) */
+  value: string;
+  final: boolean;
+}
+
+export function asTaskEvent(record: IncomingRecord, taskId: string): ReadTaskEvent | undefined {
+  if (record.key !== taskId || record.value === null) return undefined;
+  let kind = record.headers.ce_type;
+  if (!kind) {
+    try {
+      kind = String((JSON.parse(record.value) as { event?: unknown }).event ?? 'message');
+    } catch {
+      kind = 'message';
+    }
+  }
+  return {
+    id: coordinate(record.partition, record.offset),
+    partition: record.partition,
+    offset: record.offset,
+    kind,
+    value: record.value,
+    final: FINAL_EVENTS.has(kind),
+  };
+}
+
+export interface EventReadDeps {
+  reader: PartitionReader;
+  /** KAFKA_TIMEOUT_MS: opening a reader, or reading a page, answers 503 after it */
+  timeoutMs: number;
+}
+
+/** A page of a task's events; `settled`: every record written before the request was readable (see below). */
+export interface TaskEventPage {
+  events: ReadTaskEvent[];
+  more: boolean;
+  settled: boolean;
+}
+
+/**
+ * The task's events from `fromOffset` that were written before the request and are readable now: at most `limit`,
+ * stopping after the final event. A committed reader reads up to the last stable offset, which a transaction still
+ * open (another producer's, or one a writer killed mid-transaction left for its timeout) holds below records
+ * committed after it. For a task that had ended, `settled` says whether the page's end was past every record written
+ * before the request: only then does a page without the final event show that nothing of the task follows.
+ */
+export async function readTaskEventPage(
+  deps: EventReadDeps,
+  task: TaskSnapshot,
+  fromOffset: bigint,
+  limit: number,
+): Promise<TaskEventPage> {
+  const started = Date.now();
+  const remaining = () => Math.max(1, deps.timeoutMs - (Date.now() - started));
+  // The log end first: a last stable offset asked after it and at or past it proves every record below it decided.
+  const logEnd = isFinal(task.status) ? BigInt(await deps.reader.logEnd(task.topic, task.partition, remaining())) : 0n;
+  const end = BigInt(await deps.reader.endOffset(task.topic, task.partition, remaining()));
+  const settled = end >= logEnd;
+  if (fromOffset >= end) return { events: [], more: false, settled: settled || fromOffset >= logEnd };
+  const events: ReadTaskEvent[] = [];
+  /** a full page is followed by another of the task's events before `end`: a next page has something now */
+  let more = false;
+  let enough: () => void = () => undefined;
+  const full = new Promise<void>((resolve) => {
+    enough = resolve;
+  });
+  /** why the reading ended, told after its waiters were refused (their error only says it stopped) */
+  let ended: Error | undefined;
+  const reading = await deps.reader.open(
+    {
+      topic: task.topic,
+      partition: task.partition,
+      fromOffset: fromOffset.toString(),
+      until: end.toString(),
+      // A page that passed over deleted events would call itself complete: the gap is the answer instead.
+      refuseDeleted: true,
+      onError: (err) => {
+        ended = err;
+      },
+      onRecord(record) {
+        if (more || events.at(-1)?.final) return;
+        const e = asTaskEvent(record, task.taskId);
+        if (!e) return;
+        if (events.length < limit) events.push(e);
+        else more = true;
+        if (more || e.final) enough();
+      },
+    },
+    remaining(),
+  );
+  try {
+    await Promise.race([reading.reached(end.toString(), remaining()), full]);
+  } catch (err) {
+    throw ended instanceof RecordsDeletedError ? ended : err;
+  } finally {
+    await reading.stop();
+  }
+  return { events, more, settled };
+}
