@@ -42,6 +42,18 @@ export class RequestIntake {
     }
   }
 
+  /**
+   * The snapshot of an api request's task once the view has read everything committed until now; undefined: the task
+   * was forgotten (DELETE, or its retention). The api commits its request with the task's snapshot, in one
+   * transaction, so such a view holds one or the other's tombstone. A Kafka failure of the sync is thrown: the
+   * request is tried again, never taken for new.
+   */
+  async syncedSnapshot(taskId: string): Promise<TaskSnapshot | undefined> {
+    await this.deps.view.syncedSince(Date.now(), this.deps.kafkaTimeoutMs);
+    const seen = this.deps.view.get(taskId);
+    return isSnapshot(seen) ? seen : undefined;
+  }
+
   /** A client's request accepted here; one whose task.accepted would be larger than Kafka takes is rejected. */
   async acceptOrReject(job: Job, task: Omit<NewTask, 'taskId'>): Promise<TaskSnapshot | 'done' | 'retry'> {
     try {
