@@ -53,10 +53,14 @@ function keptConnection(port: number) {
   return { get, close: () => agent.destroy() };
 }
 
-/** One GET on a connection of its own (a probe's way): its status, or the error's code. */
+/**
+ * One GET on a connection of its own (a probe's way): its status, or the error's code. What is proved is that no probe
+ * is refused or reset; the timeout only bounds a probe, generously: a starting service on a machine with every core
+ * busy answers some probes after seconds (2 s timed out three of them once, at a load average of 25).
+ */
 function probe(url: string): Promise<number | string> {
   return new Promise((resolve) => {
-    const req = httpRequest(url, { agent: false, timeout: 2000 }, (res) => {
+    const req = httpRequest(url, { agent: false, timeout: 15000 }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
