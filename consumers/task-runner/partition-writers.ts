@@ -1,4 +1,4 @@
-import type { FencingPublisher, StateView } from '../../src/kafka/types';
+import { KafkaUnavailableError, type FencingPublisher, type StateView } from '../../src/kafka/types';
 import type { TaskRecord } from '../../src/tasks/task-snapshot';
 
 interface Writer {
@@ -39,11 +39,15 @@ export class PartitionWriters {
   async checked(partition: number): Promise<CheckedWriter> {
     const writer = this.writer(partition);
     // A resolve under way (another task's on this partition) cleared `unsure` as it began: a write that failed
-    // before then may still be settling, and the view not show it. Answered at once, a check ran a task whose final
-    // event was committed a moment later, to a second final event. The check resolves too: its settle waits for the
-    // same transactions, and its sync begins after them. (Waiting for the resolves under way instead could wait for
-    // ever while writes keep failing: each failure starts another.)
-    if (writer.unsure || writer.resolving.size > 0) return this.resolved(partition);
+    // before then may still be settling, and the view not show it. Answering before the resolve ends ran a task
+    // whose final event was committed a moment later, to a second final event. A write that failed since marks
+    // `unsure` again, for the check that follows the wait. (Resolving again itself, each check during a resolve would
+    // start another: under steady load one failure became a settle and a sync before every task from then on. Only a
+    // failure starts a resolve, so the wait ends once writes stop failing.)
+    while (writer.resolving.size > 0) await Promise.allSettled(writer.resolving);
+    // Released meanwhile (the partition went to another runner): a writer made now would fence its new owner.
+    if (this.writers.get(partition) !== writer) throw new KafkaUnavailableError('the partition was handed back');
+    if (writer.unsure) return this.resolved(partition);
     // The common case: nothing was initialized and no write failed since the last sync, so the view shows every
     // final event (each successful write of the runner's was applied to it before the write's caller went on).
     const current = writer.publisher.generation;
