@@ -1,8 +1,9 @@
-import { Kafka, logLevel, type Producer, type Transaction } from 'kafkajs';
+import type { Producer, Transaction } from 'kafkajs';
 import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
+import { holdTransactionOpen } from '../support/open-transaction';
 import { openSse } from '../support/sse-client';
-import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
+import { startTestService, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
 
 /*
@@ -19,19 +20,9 @@ describe('the events of an ended task that an open transaction hides for a while
 
   /** A transaction over every partition of `topic`, left open as a writer that died leaves it. */
   async function holdOpen(topic: string): Promise<Transaction> {
-    const kafka = new Kafka({ brokers: testBrokers(), clientId: `${prefix}zombie`, logLevel: logLevel.NOTHING });
-    zombie = kafka.producer({ transactionalId: `${prefix}zombie`, maxInFlightRequests: 1, idempotent: true });
-    await zombie.connect();
-    const admin = kafka.admin();
-    await admin.connect();
-    const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
-    await admin.disconnect();
-    const txn = await zombie.transaction();
-    await txn.send({
-      topic,
-      messages: partitions.map((p) => ({ partition: p.partitionId, key: `!zombie-${p.partitionId}`, value: 'x' })),
-    });
-    return txn;
+    const open = await holdTransactionOpen(topic, `${prefix}zombie`);
+    zombie = open.producer;
+    return open.transaction;
   }
 
   beforeAll(async () => {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type Producer, type Transaction } from 'kafkajs';
+import type { Producer, Transaction } from 'kafkajs';
 import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
-import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
+import { holdTransactionOpen } from '../support/open-transaction';
+import { startTestService, uniquePrefix } from '../support/test-service';
 import { until } from '../support/until';
 
 /*
@@ -16,31 +17,11 @@ describe('writes while another writer holds a transaction open', () => {
   let api: RunningService;
   let zombie: Producer | undefined;
 
-  /**
-   * A transaction left open over every partition of `topic`, as a writer that died leaves it (`zombie`), with keys no
-   * view cares about. It stays uncommitted until the test ends it, or the coordinator after `transactionTimeout`.
-   */
+  /** A transaction left open over every partition of `topic`, as a writer that died leaves it (`zombie`). */
   async function holdOpen(topic: string, name: string, transactionTimeout?: number): Promise<Transaction> {
-    const kafka = new Kafka({ brokers: testBrokers(), clientId: `${prefix}${name}`, logLevel: logLevel.NOTHING });
-    zombie = kafka.producer({
-      transactionalId: `${prefix}${name}`,
-      transactionTimeout,
-      maxInFlightRequests: 1,
-      idempotent: true,
-    });
-    await zombie.connect();
-    const txn = await zombie.transaction();
-    // Connected and let go here: a client left connected would go on reconnecting in this jest worker, and a later
-    // suite that counts its own sockets (service-stop) would find it.
-    const admin = kafka.admin();
-    await admin.connect();
-    const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
-    await admin.disconnect();
-    await txn.send({
-      topic,
-      messages: partitions.map((p) => ({ partition: p.partitionId, key: `!zombie-${p.partitionId}`, value: null })),
-    });
-    return txn;
+    const open = await holdTransactionOpen(topic, `${prefix}${name}`, transactionTimeout);
+    zombie = open.producer;
+    return open.transaction;
   }
 
   beforeAll(async () => {
