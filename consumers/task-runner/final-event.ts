@@ -120,6 +120,9 @@ export class FinalEventWriter {
     for (let failures = 1; !job.handBack.aborted; failures += 1) {
       try {
         await pause(retryDelayMs(failures, this.deps.firstRetryMs / 4, 10000), job.handBack);
+        // Handed back during the pause (a rebalance released the partition's writer): a resolve now would make a
+        // writer under the partition's transactional id, and fence its new owner.
+        if (job.handBack.aborted) return undefined;
         const writer = await this.deps.writers.resolved(job.partition);
         const seen = this.deps.view.get(job.taskId);
         return isSnapshot(seen) && isFinal(seen.status) ? undefined : writer;

@@ -69,11 +69,13 @@ export interface TaskEventPage {
 }
 
 /**
- * The task's events from `fromOffset` that were written before the request and are readable now: at most `limit`,
- * stopping after the final event. A committed reader reads up to the last stable offset, which a transaction still
- * open (another producer's, or one a writer killed mid-transaction left for its timeout) holds below records
- * committed after it. For a task that had ended, `settled` says whether the page's end was past every record written
- * before the request: only then does a page without the final event show that nothing of the task follows.
+ * The task's events from `fromOffset` that were written before the request: at most `limit`, stopping after the final
+ * event. A running task's page has what is readable now (up to the last stable offset). A committed reader cannot
+ * read past a transaction still open (another producer's, or one a writer killed mid-transaction left for its
+ * timeout), though records after it are committed; so a task that had ended is read up to the log's end, which the
+ * reading passes once every transaction below it is decided (milliseconds, as a rule). Held longer than
+ * KAFKA_TIMEOUT_MS, its page has what was readable and `settled` is false: only a settled page without the final
+ * event shows that nothing of the task follows.
  */
 export async function readTaskEventPage(
   deps: EventReadDeps,
@@ -83,11 +85,13 @@ export async function readTaskEventPage(
 ): Promise<TaskEventPage> {
   const started = Date.now();
   const remaining = () => Math.max(1, deps.timeoutMs - (Date.now() - started));
-  // The log end first: a last stable offset asked after it and at or past it proves every record below it decided.
-  const logEnd = isFinal(task.status) ? BigInt(await deps.reader.logEnd(task.topic, task.partition, remaining())) : 0n;
-  const end = BigInt(await deps.reader.endOffset(task.topic, task.partition, remaining()));
-  const settled = end >= logEnd;
-  if (fromOffset >= end) return { events: [], more: false, settled: settled || fromOffset >= logEnd };
+  const final = isFinal(task.status);
+  const { topic, partition } = task;
+  const asked = final
+    ? deps.reader.logEnd(topic, partition, remaining())
+    : deps.reader.endOffset(topic, partition, remaining());
+  const end = BigInt(await asked);
+  if (fromOffset >= end) return { events: [], more: false, settled: true };
   const events: ReadTaskEvent[] = [];
   /** a full page is followed by another of the task's events before `end`: a next page has something now */
   let more = false;
@@ -119,10 +123,13 @@ export async function readTaskEventPage(
     },
     remaining(),
   );
+  let settled = true;
   try {
     await Promise.race([reading.reached(end.toString(), remaining()), full]);
   } catch (err) {
-    throw ended instanceof RecordsDeletedError ? ended : err;
+    // Not the reading's failure (its onError comes before this catch runs): a transaction holding it past the time.
+    if (!final || ended !== undefined) throw ended instanceof RecordsDeletedError ? ended : err;
+    settled = false;
   } finally {
     await reading.stop();
   }

@@ -53,7 +53,14 @@ const MAX_TYPE_NAME = 100;
 
 export type ParsedRequest =
   | { ok: true; request: Required<Pick<TaskRequest, 'type' | 'input' | 'tenant' | 'accepted'>> }
-  | { ok: false; errors: ProblemDetail[]; type: string; tenant: string };
+  | {
+      ok: false;
+      errors: ProblemDetail[];
+      type: string;
+      tenant: string;
+      /** marked `accepted`, as the api marks its own requests (see `accepted` on the valid ones) */
+      accepted?: boolean;
+    };
 
 /**
  * Validates a request as the runner receives it; the same rules POST /tasks applies. `trustAccepted`: a request
@@ -93,7 +100,7 @@ export function parseTaskRequest(value: string | null, registry: TaskRegistry, t
     errors.push(problem('invalid-field', `/tenant must match ${TENANT_PATTERN}`, { instance: '/tenant' }));
   }
   errors.push(...envelopeErrors(r));
-  if (errors.length > 0) return { ok: false, type: typeName, tenant, errors };
+  if (errors.length > 0) return { ok: false, type: typeName, tenant, errors, accepted: r.accepted === true };
   return { ok: true, request: { type: typeName, input: r.input, tenant, accepted: r.accepted === true } };
 }
 

@@ -62,6 +62,12 @@ describe('the events of an ended task that an open transaction hides for a while
     expect(kinds).toEqual(['task.accepted', 'task.started', 'task.progress', 'task.progress', 'task.succeeded']);
     const after = await http(url, `/tasks/${taskId}/events`);
     expect(after.body).toMatchObject({ complete: true, count: 5 });
+    // A transaction open for a moment (as every writer's is, milliseconds each) is waited for, not taken for a gap.
+    const brief = await holdTransactionOpen(service.kafka.topics.taskEvents, `${prefix}brief`);
+    // After the final event: nothing follows, which only the log's end, once the brief transaction ended, shows.
+    const paging = http(url, `/tasks/${taskId}/events?after=${sse.events.at(-1)?.id}`);
+    setTimeout(() => void brief.transaction.abort().finally(() => brief.producer.disconnect()), 300);
+    expect((await paging).body).toMatchObject({ complete: true, count: 0 });
     // And now nothing follows the final event: 204, as an EventSource needs to stop.
     const last = sse.events.at(-1)?.id as string;
     const again = await openSse(url, `/tasks/${taskId}/events`, { 'last-event-id': last });

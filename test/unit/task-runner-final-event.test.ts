@@ -247,3 +247,31 @@ describe('task runner: one deadline per task, counted from its first start', () 
     expect(Date.parse((log.view.get('rerun') as { startedAt: string }).startedAt)).toBeLessThanOrEqual(first + 5);
   }, 10000);
 });
+
+describe('task runner: a final write that failed as the partition was handed back', () => {
+  test('settles nothing after the hand-back: a settle would make a writer that fences the next owner', async () => {
+    const log = new FakeLog();
+    const handBack = new AbortController();
+    let settlesAfter = 0;
+    const fencing = () => {
+      const publisher = log.publisher();
+      const settled = publisher.settled.bind(publisher);
+      return Object.assign(publisher, {
+        settled: () => {
+          if (handBack.signal.aborted) settlesAfter += 1;
+          return settled();
+        },
+      });
+    };
+    log.beforePublish = (records) => {
+      if (!isFinalWrite(records) || log.ambiguousSeen > 0) return;
+      // The final write's answer is lost; the rebalance comes during the pause before its settle (50-100 ms here).
+      log.ambiguous = 1;
+      setTimeout(() => handBack.abort(), 20);
+    };
+    const handle = await runner(log, undefined, { fencingPublisher: fencing, retryDelayMs: 400 });
+    await handle(request('t9', 0), handBack.signal);
+    expect(log.ambiguousSeen).toBe(1);
+    expect(settlesAfter).toBe(0);
+  });
+});

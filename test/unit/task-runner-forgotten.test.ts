@@ -44,6 +44,16 @@ describe('task runner: a request read again after its task was forgotten', () =>
     expect(log.view.syncs).toBeGreaterThan(0);
   });
 
+  test('an api request of a deleted task whose type is gone since (a deploy) is passed over too, not failed anew', async () => {
+    const log = new FakeLog();
+    const handle = await runner(log);
+    const r = apiRequest('deleted-2', 7);
+    const gone = { ...r, value: JSON.stringify({ ...JSON.parse(String(r.value)), type: 'retired-type' }) };
+    await handle(gone, new AbortController().signal);
+    expect(eventsOf(log, 'deleted-2')).toEqual([]);
+    expect(log.view.get('deleted-2')).toBeUndefined();
+  });
+
   test('an api request whose snapshot the view reads only in its sync runs, once', async () => {
     const log = new FakeLog();
     // Not in the writer's first sync (before the request is looked at), in the next one.
