@@ -63,11 +63,11 @@ export type ParsedRequest =
     };
 
 /**
- * Validates a request as the runner receives it; the same rules POST /tasks applies. `trustAccepted`: a request
- * marked `accepted` is the api's, whose input the api checked already (TaskType.checkInput); false once no snapshot
- * of the api's came for it, when it is a client's like any other.
+ * Validates a request as the runner receives it; the same rules POST /tasks applies. A request marked `accepted` is
+ * the api's, whose input the api checked already (TaskType.checkInput); the runner runs one only with the api's
+ * snapshot of its task, and passes over one without (its task was forgotten).
  */
-export function parseTaskRequest(value: string | null, registry: TaskRegistry, trustAccepted = true): ParsedRequest {
+export function parseTaskRequest(value: string | null, registry: TaskRegistry): ParsedRequest {
   let parsed: unknown;
   try {
     parsed = value === null ? undefined : JSON.parse(value);
@@ -94,7 +94,7 @@ export function parseTaskRequest(value: string | null, registry: TaskRegistry, t
   // The type is copied into the task's events and snapshot: a rejected one only while it is a plausible name.
   const typeName =
     typeof r.type === 'string' && r.type.length <= MAX_TYPE_NAME && isWellFormed(r.type) ? r.type : 'unknown';
-  const errors = registry.inputErrors(r.type, r.input, trustAccepted && r.accepted === true);
+  const errors = registry.inputErrors(r.type, r.input, r.accepted === true);
   // A tenant given but not valid would put the task where its submitter cannot read it: refused, never replaced.
   if (tenantGiven && !validTenant) {
     errors.push(problem('invalid-field', `/tenant must match ${TENANT_PATTERN}`, { instance: '/tenant' }));
