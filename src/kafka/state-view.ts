@@ -3,15 +3,7 @@ import type { FetchedMessage, ReadingCluster } from './reader-clusters';
 import { TopicReading } from './topic-reading';
 import { KafkaUnavailableError, type RecordPosition, type StateView, type WrittenRecord } from './types';
 import { withKafkaTimeout } from './kafka-timeout';
-
-/** How long the view's reading may trail a write of its own process before writers wait for it again. */
-const AHEAD_LIMIT_MS = 5000;
-/**
- * Writes shown ahead of a stuck reading, at most: past it, creations are shown only once read. A reading held by an
- * open transaction is let go within its timeout; one that is stuck for good must not grow this (and each fetch's walk
- * of it) forever.
- */
-const AHEAD_MAX_KEYS = 10000;
+import { WrittenAhead } from './written-ahead';
 
 interface Waiter {
   /** partition → offset the view must have consumed past */
@@ -42,13 +34,8 @@ export class KafkaStateView<T> implements StateView<T> {
   private readonly position = new Map<number, bigint>();
   private readonly waiters = new Set<Waiter>();
   private readonly listeners: ((key: string, value: T | undefined) => void)[] = [];
-  /**
-   * key → where the record this process wrote and applied ahead of its reading landed (applyWritten). Until the
-   * reading passes it, older records of the key are not applied: a key's value never goes back in the log.
-   */
-  private readonly ahead = new Map<string, { partition: number; offset: bigint; at: number }>();
-  /** the bound on `ahead` was reached and said so; said again only after it went below it */
-  private aheadFullTold = false;
+  /** records this process wrote and applied ahead of its reading (applyWritten) */
+  private readonly ahead: WrittenAhead;
   private reading: TopicReading | undefined;
   private synced = false;
   private stopped = false;
@@ -63,7 +50,9 @@ export class KafkaStateView<T> implements StateView<T> {
     private readonly decode: (value: string) => T,
     private readonly latestOffsets: LatestOffsets,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.ahead = new WrittenAhead(topic, logger);
+  }
 
   get size(): number {
     return this.state.size;
@@ -117,11 +106,11 @@ export class KafkaStateView<T> implements StateView<T> {
       const offset = BigInt(m.offset);
       if (offset < from) continue;
       const key = m.key?.toString() ?? null;
-      if (key !== null && this.ahead.size > 0 && this.appliedAhead(key, partition, offset)) continue;
+      if (key !== null && this.ahead.size > 0 && this.ahead.covers(key, partition, offset)) continue;
       this.apply(key, m.value?.toString() ?? null);
     }
     this.position.set(partition, next);
-    if (this.ahead.size > 0) this.forgetAheadBefore(partition, next);
+    if (this.ahead.size > 0) this.ahead.forgetBefore(partition, next);
     this.settleWaiters();
   }
 
@@ -131,14 +120,13 @@ export class KafkaStateView<T> implements StateView<T> {
     // 503 if it cannot). A write that only creates keys (a task accepted, a subscription made) is shown at once: no
     // state of them is there to be stale, and the write is committed. A runner killed mid-transaction holds the
     // reading for seconds; a 503 for every task accepted meanwhile would hide tasks that were made.
-    const oldest = this.ahead.values().next().value;
-    const stuck = oldest !== undefined && Date.now() - oldest.at > AHEAD_LIMIT_MS;
+    const stuck = this.ahead.stuck;
     if (stuck && records.some((r) => this.shows(r))) return false;
     // Past the bound a creation is still answered as made, for it is: a 503 would have a client without an
     // Idempotency-Key make it again (a bulk create of a hundred orders reaches the bound in a hundred requests). It is
     // shown once the reading gets to it.
-    if (stuck && this.ahead.size >= AHEAD_MAX_KEYS) {
-      this.tellAheadFull();
+    if (stuck && this.ahead.full) {
+      this.ahead.tellFull();
       return true;
     }
     for (const r of records) {
@@ -146,47 +134,14 @@ export class KafkaStateView<T> implements StateView<T> {
       const offset = BigInt(r.offset);
       // Read already (or something later of the key is shown): the reading applied it, or a newer value.
       if ((this.position.get(r.partition) ?? 0n) > offset) continue;
-      const shown = this.ahead.get(r.key);
-      if (shown && shown.partition === r.partition && shown.offset >= offset) continue;
-      this.ahead.delete(r.key);
-      this.ahead.set(r.key, { partition: r.partition, offset, at: Date.now() });
-      this.apply(r.key, r.value);
+      if (this.ahead.note(r.key, r.partition, offset)) this.apply(r.key, r.value);
     }
     return true;
-  }
-
-  /** Once per time the bound is reached: creations answered from then on are not readable at once on this process. */
-  private tellAheadFull(): void {
-    if (this.aheadFullTold) return;
-    this.aheadFullTold = true;
-    const oldest = this.ahead.values().next().value;
-    const trailingMs = oldest === undefined ? 0 : Date.now() - oldest.at;
-    this.logger.warn(
-      { topic: this.topic, shownAhead: this.ahead.size, trailingMs },
-      'state view reading held (an open transaction?): writes of this process are shown once read',
-    );
   }
 
   /** Whether the view holds state of the written record's key (read, or applied ahead). */
   private shows(r: WrittenRecord): boolean {
     return r.topic === this.topic && r.key !== null && (this.state.has(r.key) || this.ahead.has(r.key));
-  }
-
-  /** true when the fetched record is the key's record applied ahead, or older than it: not applied again */
-  private appliedAhead(key: string, partition: number, offset: bigint): boolean {
-    const shown = this.ahead.get(key);
-    if (!shown || shown.partition !== partition) return false;
-    if (offset < shown.offset) return true;
-    this.ahead.delete(key);
-    return offset === shown.offset;
-  }
-
-  /** Entries the reading has passed (a record compaction removed, say) hold nothing back any more. */
-  private forgetAheadBefore(partition: number, next: bigint): void {
-    for (const [key, shown] of this.ahead) {
-      if (shown.partition === partition && shown.offset < next) this.ahead.delete(key);
-    }
-    if (this.ahead.size < AHEAD_MAX_KEYS) this.aheadFullTold = false;
   }
 
   /**

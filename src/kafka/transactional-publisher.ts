@@ -1,9 +1,9 @@
-import type { Kafka, Transaction } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type { Logger } from '../logger';
 import type { KafkaHealth } from './kafka-health';
 import type { PartitionMap } from './partition-map';
-import { sendWithin } from './record-sends';
 import { MAX_SEND_BYTES, sizeWithin } from './record-size';
+import { addPartitionsAhead, sendStage, type PatchedTransaction } from './transaction-stages';
 import { TransactionalProducers } from './transactional-producers';
 import {
   KafkaUnavailableError,
@@ -29,11 +29,6 @@ interface Pending {
   /** the first stage's size (recordBytes): a transaction's batch of callers is kept within MAX_SEND_BYTES */
   bytes: number;
 }
-
-/** kafkajs's transaction with hookstream's patch (src/kafka/patches): partitions added ahead of the sends */
-type PatchedTransaction = Transaction & {
-  addPartitions?(topics: { topic: string; partitions: { partition: number }[] }[]): Promise<void>;
-};
 
 export interface TransactionalPublisherOptions {
   /** used in turn, one transaction each (see TransactionalProducers); a fencing writer has one */
@@ -251,14 +246,18 @@ export class TransactionalPublisher implements FencingPublisher {
       await this.addAhead(tx, batch);
       // The first stage's size is known from the queue (takeBatch kept it within a send); the second's is not.
       const firstBytes = batch.reduce((sum, p) => sum + p.bytes, 0);
-      const first = await this.sendStage(
+      const first = await sendStage(
         tx,
+        this.partitions,
         batch.map((p) => p.records),
+        this.maxSendBytes,
         firstBytes,
       );
-      const second = await this.sendStage(
+      const second = await sendStage(
         tx,
+        this.partitions,
         batch.map((p, i) => p.then?.(first[i]) ?? []),
+        this.maxSendBytes,
       );
       await tx.commit();
       this.producers.advance(producer);
@@ -278,37 +277,16 @@ export class TransactionalPublisher implements FencingPublisher {
    * transaction in one AddPartitionsToTxn, before the first send: the second send then needs none of its own.
    */
   private async addAhead(tx: PatchedTransaction, batch: Pending[]): Promise<void> {
-    if (!tx.addPartitions || !batch.some((p) => p.thenTo?.length)) return;
-    const targets: { topic: string; key: string; partition?: number }[] = batch.flatMap((p) => [
-      ...p.records,
-      ...(p.thenTo ?? []),
-    ]);
-    await this.partitions.load([...new Set(targets.map((t) => t.topic))]);
-    const byTopic = new Map<string, Set<number>>();
-    for (const t of targets) {
-      const set = byTopic.get(t.topic) ?? new Set<number>();
-      set.add(t.partition ?? this.partitions.partitionFor(t.topic, t.key));
-      byTopic.set(t.topic, set);
-    }
-    const topics = [...byTopic].map(([topic, set]) => ({
-      topic,
-      partitions: [...set].map((partition) => ({ partition })),
-    }));
-    await tx.addPartitions(topics);
+    if (!batch.some((p) => p.thenTo?.length)) return;
+    await addPartitionsAhead(
+      tx,
+      this.partitions,
+      batch.flatMap((p) => [...p.records, ...(p.thenTo ?? [])]),
+    );
   }
 
   private get maxSendBytes(): number {
     return this.options.maxSendBytes ?? MAX_SEND_BYTES;
-  }
-
-  /** A stage's records, every caller's, in as few sends as keep each within maxSendBytes (record-sends.ts). */
-  private async sendStage(tx: Transaction, groups: OutgoingRecord[][], bytes?: number): Promise<WrittenRecord[][]> {
-    const records = groups.flat();
-    if (records.length === 0) return groups.map(() => []);
-    await this.partitions.load([...new Set(records.map((r) => r.topic))]);
-    const positions = await sendWithin(tx, this.partitions, records, this.maxSendBytes, bytes);
-    let i = 0;
-    return groups.map((g) => positions.slice(i, (i += g.length)));
   }
 }
 
