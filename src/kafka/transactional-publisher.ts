@@ -196,7 +196,7 @@ export class TransactionalPublisher implements FencingPublisher {
   private async flush(batch: Pending[]): Promise<void> {
     let positions: WrittenRecord[][];
     try {
-      positions = await this.withinDeadline(this.send(batch), Math.max(...batch.map((p) => p.deadline)));
+      positions = await this.withinDeadline((abandoned) => this.send(batch, abandoned), batch);
     } catch (err) {
       this.producers.reset();
       if (this.closed) {
@@ -213,24 +213,32 @@ export class TransactionalPublisher implements FencingPublisher {
   }
 
   /**
-   * A transaction still retrying when its last caller has had a 503 is
-   * abandoned: the producer is replaced, and the new one's initialization
-   * aborts it, so it can never commit long after its callers gave up.
+   * A transaction still retrying when its last caller has had a 503 is abandoned: the producer is replaced, and the
+   * new one's initialization aborts it. The abandoned one also goes no step further: kafkajs retries a request to a
+   * hung broker on a producer even after its disconnect, so the transaction would go on where it stood when the
+   * broker answered again, and commit seconds after its callers were told it had not been done. Only a commit
+   * already sent when the deadline passed can land behind a 503 (never the reverse).
    */
-  private withinDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+  private withinDeadline<T>(work: (abandoned: AbortSignal) => Promise<T>, batch: Pending[]): Promise<T> {
+    const abandon = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new KafkaUnavailableError('transaction outlived its callers')),
-        deadline - Date.now(),
+        () => {
+          const reason = new KafkaUnavailableError('transaction outlived its callers');
+          abandon.abort(reason);
+          reject(reason);
+        },
+        Math.max(...batch.map((p) => p.deadline)) - Date.now(),
       );
     });
-    return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+    return Promise.race([work(abandon.signal), expired]).finally(() => clearTimeout(timer));
   }
 
   /** One transaction for the whole batch: every caller's first stage, then every second stage, then commit. */
-  private async send(all: Pending[]): Promise<WrittenRecord[][]> {
+  private async send(all: Pending[], abandoned: AbortSignal): Promise<WrittenRecord[][]> {
     const producer = await this.producers.current();
+    abandoned.throwIfAborted();
     // A caller that checked the state under an earlier initialization must check again: someone may have written since.
     for (const p of all) {
       if (p.generation !== undefined && p.generation !== this.producers.initializations) {
@@ -243,7 +251,9 @@ export class TransactionalPublisher implements FencingPublisher {
     if (batch.length === 0) return all.map(() => []);
     const tx = await producer.transaction();
     try {
+      abandoned.throwIfAborted();
       await this.addAhead(tx, batch);
+      abandoned.throwIfAborted();
       // The first stage's size is known from the queue (takeBatch kept it within a send); the second's is not.
       const firstBytes = batch.reduce((sum, p) => sum + p.bytes, 0);
       const first = await sendStage(
@@ -253,12 +263,14 @@ export class TransactionalPublisher implements FencingPublisher {
         this.maxSendBytes,
         firstBytes,
       );
+      abandoned.throwIfAborted();
       const second = await sendStage(
         tx,
         this.partitions,
         batch.map((p, i) => p.then?.(first[i]) ?? []),
         this.maxSendBytes,
       );
+      abandoned.throwIfAborted();
       await tx.commit();
       this.producers.advance(producer);
       this.stats.transactions += 1;

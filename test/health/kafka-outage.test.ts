@@ -7,6 +7,7 @@ import { startLocalBroker, type LocalBroker } from '../../src/embedded-kafka/loc
 import { createLogger } from '../../src/logger';
 import { startService, type RunningService } from '../../src/service';
 import { http } from '../support/http';
+import { latestValue } from '../support/topic-contents';
 import { EXAMPLE_SERVICE, testConfig, uniquePrefix } from '../support/test-service';
 
 /*
@@ -125,5 +126,33 @@ maybe('Kafka down under a running api', () => {
     }
     expect(await writeOnceKafkaIsBack(order, Date.now() + 90000)).toBe(201);
     expect((await http(api.url, '/health/ready')).status).toBe(200);
+  }, 180000);
+
+  test('a write answered 503 while the broker hung is abandoned: it does not land once the broker answers again', async () => {
+    const made = await http(api.url, '/orders', { body: { orderNumber: 3, itemCount: 1, status: 'open' } });
+    expect(made.status).toBe(201);
+    const href: string = made.body._links.self.href;
+    expect((await http(api.url, '/health/ready')).status).toBe(200);
+    const pid = javaOf(broker.pid as number);
+    process.kill(pid, 'SIGSTOP');
+    const frozen = Date.now();
+    try {
+      // Sent while readiness still says up, so the delete's transaction is begun and then waits on the hung broker.
+      const deleted = await http(api.url, href, { method: 'DELETE' });
+      expect(deleted.status).toBe(503);
+      expect(deleted.body.type).toBe('https://hookstream.dev/problems/kafka-unavailable');
+      // The outage lasts well past the 503 (KAFKA_TIMEOUT_MS is 3 s): what the broker does on its return is not
+      // "just as the deadline passed".
+      await new Promise((r) => setTimeout(r, Math.max(0, frozen + 8000 - Date.now())));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // A write after the return initializes the publisher's transactional ids again: whatever the hung one left open
+    // is decided for good before it commits, so the topic read next is final.
+    expect(await writeOnceKafkaIsBack({ orderNumber: 4, itemCount: 1, status: 'open' }, Date.now() + 90000)).toBe(201);
+    const key = href.replace(/^\//, '');
+    const latest = await latestValue([broker.bootstrap], api.kafka.topics.resources, key);
+    expect(latest).toEqual(expect.stringContaining('"orderNumber":3'));
+    expect((await http(api.url, href)).status).toBe(200);
   }, 180000);
 });
