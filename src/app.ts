@@ -93,9 +93,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       answerClientError(err as NodeJS.ErrnoException, socket, answers, (path): string[] | undefined =>
         app.allowedMethods(path),
       ),
-    // Errors the router raises before any hook runs (a malformed URL) are Problems too.
+    // Errors the router raises before any hook runs (a malformed URL) are Problems too, and, as no onResponse hook
+    // runs for them either, logged and timed as the answers Node writes are.
     frameworkErrors: (error, request, reply) => {
+      const since = performance.now();
       const problemError = routerErrorProblem(error, request.url.split('?')[0]);
+      reply.raw.once('close', () => {
+        const { id: reqId, method, url } = request;
+        answers.answered({ reqId, method, url, statusCode: reply.raw.statusCode, since });
+      });
       sendProblem(request, (reply as FastifyReply).header('x-request-id', request.id), problemError);
     },
   });

@@ -23,8 +23,9 @@ export interface RawAnswer {
 
 /**
  * Answers that never pass Fastify's hooks (a request Node's parser refused, an `Expect` answered before the body, a
- * CONNECT): each gets the one `request completed` line and the `http_request_duration_seconds` observation every
- * other answer gets (README "Logging" and "Metrics": every response of the process), under the route `unmatched`.
+ * CONNECT, a path the router refused): each gets the one `request completed` line and the
+ * `http_request_duration_seconds` observation every other answer gets (README "Logging" and "Metrics": every
+ * response of the process), under the route `unmatched`.
  */
 export interface RawAnswers {
   readonly logger: Logger;

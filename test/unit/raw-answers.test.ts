@@ -33,6 +33,7 @@ beforeAll(async () => {
         collections: ['things'],
         plugin: async (a) => {
           a.post('/things', { schema: { response: {} } }, async () => ({ _links: { self: { href: '/things' } } }));
+          a.get('/things/:id', { schema: { response: {} } }, async () => ({ _links: { self: { href: '/things/1' } } }));
         },
       },
     ],
@@ -52,6 +53,8 @@ async function counted(method: string, status: number): Promise<number> {
 }
 
 const host = 'Host: x\r\n';
+/** for answers Fastify writes, which keep the connection open otherwise */
+const close = 'Connection: close\r\n';
 test.each([
   [
     'a body announced too large (Expect: 100-continue)',
@@ -70,6 +73,15 @@ test.each([
   ['a method Node does not know', 'OTHER', 405, `FOO /things HTTP/1.1\r\n${host}\r\n`],
   ['a lower-case method', 'OTHER', 405, `get /things HTTP/1.1\r\n${host}\r\n`],
   ['a request line that is no request', 'OTHER', 400, 'NOT-HTTP\r\n\r\n'],
+  // The router's refusals: Fastify answers them (frameworkErrors) before any hook runs.
+  ['a malformed percent-escape in a path parameter', 'GET', 400, `GET /things/%ZZ HTTP/1.1\r\n${host}${close}\r\n`],
+  ['a malformed percent-escape in the path', 'GET', 400, `GET /%ZZ HTTP/1.1\r\n${host}${close}\r\n`],
+  [
+    'a path parameter longer than the router reads',
+    'GET',
+    404,
+    `GET /things/${'a'.repeat(300)} HTTP/1.1\r\n${host}${close}\r\n`,
+  ],
   [
     'a body that comes too slowly (its method read from the request in flight)',
     'POST',
