@@ -56,9 +56,21 @@ export const closingAnswerPlugin = fp(
       // Nothing here listens for it.
       if (app.server.listening) NetServer.prototype.close.call(app.server);
     });
-    addRequestStep(app, () => {
+    /** connections that brought a request after the close began: its 503 closes them, after what is before it */
+    const askedWhileClosing = new WeakSet<Socket>();
+    // A request taken before the close began (waiting on Kafka, say) is answered as usual, and its answer closes its
+    // connection: kept alive, the client would send its next request on a connection the stopping process is about
+    // to drop (a reset, and a client that cannot tell whether its POST was taken). Unless a request pipelined behind
+    // it came meanwhile: that one's 503 closes the connection, and a close before it would leave it unanswered.
+    // Every answer, bodyless ones (204) too, passes onSend; one flag to test while the server is not closing.
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (closing && !askedWhileClosing.has(request.raw.socket)) reply.header('connection', 'close');
+      done(null, payload);
+    });
+    addRequestStep(app, (request) => {
       if (!closing) return;
       connections.lastRequestAt = performance.now();
+      askedWhileClosing.add(request.raw.socket);
       throw new ProblemError('not-ready', 'This instance is shutting down; send the request again.', {
         headers: { 'retry-after': '1', connection: 'close' },
       });

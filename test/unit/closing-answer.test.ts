@@ -128,3 +128,44 @@ test('a kept-alive connection that sends nothing more is closed once the drain i
   await ended;
   expect(seen.received).toMatch(/^HTTP\/1\.1 200 /);
 });
+
+/*
+ * A request taken before the close began (waiting on Kafka, say) is answered as usual, and its answer closes the
+ * connection: left open, the client's next request would meet a process about to drop it (a reset).
+ */
+test.each([
+  ['a 200 with a body', 200],
+  ['a bodyless 204', 204],
+])('%s under way as the server closes says Connection: close, and its connection ends cleanly', async (_, code) => {
+  let release: () => void = () => undefined;
+  let closeBegun: () => void = () => undefined;
+  let enter: () => void = () => undefined;
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  const begun = new Promise<void>((resolve) => (closeBegun = resolve));
+  const slow = async (app: FastifyInstance) => {
+    app.addHook('preClose', async () => closeBegun());
+    app.get('/slow', async (_request, reply) => {
+      await new Promise<void>((resolve) => {
+        release = resolve;
+        enter();
+      });
+      return code === 204 ? reply.code(204).send() : { done: true };
+    });
+  };
+  // A drain far longer than the test: the connection ends because its answer said close, not because the drain did.
+  const { app, port } = await listening({
+    routes: [{ collections: ['slow'], plugin: slow }],
+    drain: { limitMs: 600000, quietMs: 600000 },
+  });
+  const { socket, seen, ended } = keptAlive(port);
+  socket.write(`GET /slow HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TENANT_A_KEY}\r\n\r\n`);
+  await entered;
+  const closed = app.close();
+  await begun;
+  release();
+  await Promise.all([ended, closed]);
+  expect(seen.reset).toBeUndefined();
+  const [head] = seen.received.split('\r\n\r\n');
+  expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${code} `));
+  expect(head).toMatch(/\r\nconnection: close\r\n/i);
+});
