@@ -1,4 +1,4 @@
-import { RecordsDeletedError, type IncomingRecord, type PartitionReader } from '../kafka/types';
+import { RecordsDeletedError, type IncomingRecord, type PartitionReader, type PartitionReading } from '../kafka/types';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
 
 /*
@@ -61,6 +61,47 @@ export interface EventReadDeps {
   timeoutMs: number;
 }
 
+/**
+ * Whether the cursor (the offset before `fromOffset`) is the task's final event. Nothing of the task follows that
+ * one (one final event per task, its last), so a client resuming after it (an EventSource reconnects with its id)
+ * is told so from that one record, not from a reading to the log's end: past a long tail of other tasks' records
+ * that reading outlasted KAFKA_TIMEOUT_MS and answered as if more might come (200 where 204, `complete: false`), and a
+ * transaction left open after the final event held it the same way. False when it cannot tell in `timeoutMs` (the
+ * cursor's record deleted, or held by a transaction open below it): the reading to the end decides then.
+ */
+export async function resumesAfterFinal(
+  deps: EventReadDeps,
+  task: TaskSnapshot,
+  fromOffset: bigint,
+  timeoutMs: number,
+): Promise<boolean> {
+  const cursor = fromOffset - 1n;
+  if (!isFinal(task.status) || cursor < BigInt(task.offset)) return false;
+  let final = false;
+  let reading: PartitionReading | undefined;
+  try {
+    reading = await deps.reader.open(
+      {
+        topic: task.topic,
+        partition: task.partition,
+        fromOffset: cursor.toString(),
+        until: fromOffset.toString(),
+        refuseDeleted: true,
+        onRecord(record) {
+          if (BigInt(record.offset) === cursor) final = asTaskEvent(record, task.taskId)?.final ?? false;
+        },
+      },
+      timeoutMs,
+    );
+    await reading.reached(fromOffset.toString(), timeoutMs);
+    return final;
+  } catch {
+    return false;
+  } finally {
+    await reading?.stop();
+  }
+}
+
 /** A page of a task's events; `settled`: every record written before the request was readable (see below). */
 export interface TaskEventPage {
   events: ReadTaskEvent[];
@@ -92,6 +133,7 @@ export async function readTaskEventPage(
     : deps.reader.endOffset(topic, partition, remaining());
   const end = BigInt(await asked);
   if (fromOffset >= end) return { events: [], more: false, settled: true };
+  if (await resumesAfterFinal(deps, task, fromOffset, remaining())) return { events: [], more: false, settled: true };
   const events: ReadTaskEvent[] = [];
   /** a full page is followed by another of the task's events before `end`: a next page has something now */
   let more = false;

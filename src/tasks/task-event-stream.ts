@@ -3,7 +3,7 @@ import type { IncomingRecord, PartitionReading } from '../kafka/types';
 import type { Logger } from '../logger';
 import { pause } from '../lib/abortable-sleep';
 import { retryDelayMs } from '../lib/backoff';
-import { asTaskEvent, type EventReadDeps } from './task-event-page';
+import { asTaskEvent, resumesAfterFinal, type EventReadDeps } from './task-event-page';
 import type { TaskSnapshot } from './task-snapshot';
 
 /**
@@ -100,6 +100,9 @@ export class TaskEventStream {
     // the last stable offset they may not: a transaction left open holds it under records committed after it).
     const end = finalBefore ? BigInt(await this.deps.reader.logEnd(topic, partition, remaining())) : undefined;
     if (end !== undefined && fromOffset >= end) return { nothing: true };
+    if (end !== undefined && (await resumesAfterFinal(this.deps, this.task, fromOffset, remaining()))) {
+      return { nothing: true };
+    }
     let firstEvent: () => void = () => undefined;
     const found = new Promise<void>((resolve) => {
       firstEvent = resolve;
