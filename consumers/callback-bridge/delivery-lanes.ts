@@ -32,6 +32,8 @@ export interface LaneDeps extends ClearanceDeps {
     backoffMaxMs: number;
     /** callbacks one lane holds in memory while its head is not failing (CALLBACK_LANE_BUFFER) */
     laneBuffer: number;
+    /** LANE_BEHIND_MS unless a test gives less */
+    laneBehindMs?: number;
   };
   kafkaTimeoutMs: number;
   metrics?: Pick<ServiceMetrics, 'callbackAttempt'>;
@@ -60,7 +62,10 @@ export interface LaneEvents {
   onIdle(): void;
   /** it has room again after somebody was told it had none (wantRoom) */
   onRoom(): void;
-  /** Its head began failing: the callbacks queued behind it were let go, their events to be read again. */
+  /**
+   * Its head began failing, or it fell behind (LANE_BEHIND_MS): the callbacks queued behind its head (past its buffer,
+   * when behind) were let go, their events to be read again.
+   */
   onEvicted(jobs: LaneJob[]): void;
   /**
    * Its head has failed HEAD_STUCK_AFTER times in a row: it may be taken over by a backlog (still retried here), so
@@ -74,6 +79,16 @@ export interface LaneEvents {
  * reading of the partition later) for every passing failure; a dead endpoint gets there within seconds.
  */
 export const HEAD_STUCK_AFTER = 3;
+
+/**
+ * How long the oldest callback waiting in a lane may have waited while the lane holds more than its buffer
+ * (CALLBACK_LANE_BUFFER, from the bridge's spare budget): past it, the lane keeps to its buffer and lets the rest go
+ * back to Kafka, read again by a backlog. A burst to a healthy endpoint is delivered from memory long before; an
+ * endpoint slower than its events come (one answer a second, four events a second) would otherwise hold minutes of
+ * events in memory, and with them its partitions' commit: every other subscription then got those minutes again from
+ * a bridge's successor, past what the delivery history remembers.
+ */
+export const LANE_BEHIND_MS = 10000;
 
 /**
  * One subscription's callbacks, delivered one at a time and in the order
@@ -114,7 +129,7 @@ export class DeliveryLane {
    */
   enqueue(message: CallbackParts, signal: AbortSignal, origin?: JobOrigin): Promise<LaneExit> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ message, signal, origin, resolve, reject });
+      this.queue.push({ message, signal, origin, queuedAt: performance.now(), resolve, reject });
       if (this.deps.waiting) this.deps.waiting.count += 1;
       if (!this.working) void this.work();
     });
@@ -127,10 +142,28 @@ export class DeliveryLane {
    */
   hasRoom(): boolean {
     if (this.failing) return false;
+    if (this.queue.length < this.deps.callbacks.laneBuffer) return true;
     const { waiting } = this.deps;
-    return (
-      this.queue.length < this.deps.callbacks.laneBuffer || (waiting !== undefined && waiting.count < waiting.spare)
-    );
+    return waiting !== undefined && waiting.count < waiting.spare && !this.behind();
+  }
+
+  /** Its oldest waiting callback has waited longer than LANE_BEHIND_MS. */
+  private behind(): boolean {
+    const oldest = this.queue[0];
+    const limit = this.deps.callbacks.laneBehindMs ?? LANE_BEHIND_MS;
+    return oldest !== undefined && performance.now() - oldest.queuedAt > limit;
+  }
+
+  /**
+   * A lane past its buffer that has fallen behind (LANE_BEHIND_MS) lets the callbacks past its buffer go, as a
+   * failing head lets go of all: their events are read again from Kafka, in order, as the lane delivers the rest.
+   */
+  private shedIfBehind(): void {
+    const { laneBuffer } = this.deps.callbacks;
+    if (!this.events.onEvicted || this.queue.length <= laneBuffer || !this.behind()) return;
+    const shed = this.queue.splice(laneBuffer);
+    if (this.deps.waiting) this.deps.waiting.count -= shed.length;
+    this.events.onEvicted(shed);
   }
 
   /** onRoom is called once the lane has room again */
@@ -153,6 +186,7 @@ export class DeliveryLane {
   private async work(): Promise<void> {
     this.working = true;
     for (let job = this.taken(); job; job = this.taken()) {
+      this.shedIfBehind();
       this.roomMayHaveOpened();
       // The attempt history is written behind the lane: the next callback need not wait for it, its event does.
       const writes: Promise<void>[] = [];

@@ -29,6 +29,8 @@ export interface LaneJob {
   /** aborts when the event is handed back (partition revoked, shutdown) */
   signal: AbortSignal;
   origin: JobOrigin | undefined;
+  /** performance.now() when it was queued: how far behind its lane is (DeliveryLane) */
+  queuedAt: number;
   resolve(exit: LaneExit): void;
   reject(err: Error): void;
   /** a failing head taken over by a backlog (its promise already settled): told when it is done after all */

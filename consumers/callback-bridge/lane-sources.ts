@@ -201,7 +201,10 @@ export class LaneSources {
     backlog.offered(offers.next);
   }
 
-  /** The lane's head began failing: the callbacks queued behind it are let go; each partition's read again later. */
+  /**
+   * The lane's head began failing, or the lane fell behind: the callbacks it let go are read again later, each
+   * partition's from the first of them.
+   */
   evicted(subscriptionId: string, jobs: LaneJob[]): void {
     // Per partition, the first one let go: the backlog reads again from there (a lane keeps each partition's order).
     const first = new Map<string, LaneJob>();

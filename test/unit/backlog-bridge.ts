@@ -21,6 +21,8 @@ export interface BacklogBridgeOptions {
   concurrency?: number;
   /** the reader the bridge's backlogs read through, made from the fake one */
   wrap?: (reader: PartitionReader) => PartitionReader;
+  /** how far behind a lane past its buffer may fall (LANE_BEHIND_MS by default) */
+  laneBehindMs?: number;
 }
 
 /**
@@ -28,7 +30,13 @@ export interface BacklogBridgeOptions {
  * backlog reads, undici's MockAgent the receivers (`${ORIGIN}/<subscription id>`), which record the `n` of every
  * callback they accept.
  */
-export function backlogBridge({ laneBuffer, delayMs = 0, concurrency = laneBuffer, wrap }: BacklogBridgeOptions) {
+export function backlogBridge({
+  laneBuffer,
+  delayMs = 0,
+  concurrency = laneBuffer,
+  wrap,
+  laneBehindMs,
+}: BacklogBridgeOptions) {
   const kafka = new FakeKafka();
   const { publisher, topics } = kafka;
   const cursors = kafka.viewOf(BACKLOG_CURSORS_VIEW);
@@ -60,7 +68,7 @@ export function backlogBridge({ laneBuffer, delayMs = 0, concurrency = laneBuffe
         groupId: 'bridge',
         allowPrivate: true,
         concurrency,
-        callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer },
+        callbacks: { timeoutMs: 1000, maxAttempts: 1000, backoffBaseMs: 1, backoffMaxMs: 5, laneBuffer, laneBehindMs },
         kafkaTimeoutMs: 1000,
         logger,
       },
