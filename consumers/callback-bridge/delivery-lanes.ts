@@ -107,6 +107,8 @@ export class DeliveryLane {
   private failing = false;
   /** somebody was told the lane had no room, and waits to hear of it */
   private roomWanted = false;
+  /** queued callbacks the group consumer offered: each holds its partition's commit until it is done */
+  private holdingCommit = 0;
   private readonly failureLog: CallbackFailureLog;
   private readonly clearance: SendClearance;
   private readonly ends: SubscriptionEnds;
@@ -129,7 +131,9 @@ export class DeliveryLane {
    */
   enqueue(message: CallbackParts, signal: AbortSignal, origin?: JobOrigin): Promise<LaneExit> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ message, signal, origin, queuedAt: performance.now(), resolve, reject });
+      const job = { message, signal, origin, queuedAt: performance.now(), resolve, reject };
+      this.queue.push(job);
+      if (holdsCommit(job)) this.holdingCommit += 1;
       if (this.deps.waiting) this.deps.waiting.count += 1;
       if (!this.working) void this.work();
     });
@@ -155,14 +159,17 @@ export class DeliveryLane {
   }
 
   /**
-   * A lane past its buffer that has fallen behind (LANE_BEHIND_MS) lets the callbacks past its buffer go, as a
-   * failing head lets go of all: their events are read again from Kafka, in order, as the lane delivers the rest.
+   * A lane that has fallen behind (LANE_BEHIND_MS) lets go of what holds its partitions' commit: the callbacks from
+   * the first one the group consumer offered on (a failing head lets go of all). Their events are read again from
+   * Kafka, in order, by backlogs whose cursors hold the commit instead; what a backlog feeds the lane holds none. So
+   * a slow endpoint holds the commit for about LANE_BEHIND_MS and its head, not for its buffer times its answer time.
    */
   private shedIfBehind(): void {
-    const { laneBuffer } = this.deps.callbacks;
-    if (!this.events.onEvicted || this.queue.length <= laneBuffer || !this.behind()) return;
-    const shed = this.queue.splice(laneBuffer);
+    if (!this.events.onEvicted || this.holdingCommit === 0 || !this.behind()) return;
+    const first = this.queue.findIndex(holdsCommit);
+    const shed = this.queue.splice(first);
     if (this.deps.waiting) this.deps.waiting.count -= shed.length;
+    this.holdingCommit = 0;
     this.events.onEvicted(shed);
   }
 
@@ -180,6 +187,7 @@ export class DeliveryLane {
   private taken(): LaneJob | undefined {
     const job = this.queue.shift();
     if (job && this.deps.waiting) this.deps.waiting.count -= 1;
+    if (job && holdsCommit(job)) this.holdingCommit -= 1;
     return job;
   }
 
@@ -222,6 +230,7 @@ export class DeliveryLane {
     if (!this.events.onEvicted) return;
     const evicted = this.queue.splice(0);
     if (this.deps.waiting) this.deps.waiting.count -= evicted.length;
+    this.holdingCommit = 0;
     if (evicted.length > 0) this.events.onEvicted(evicted);
   }
 
@@ -283,4 +292,9 @@ export class DeliveryLane {
   get idle(): boolean {
     return !this.working && this.queue.length === 0;
   }
+}
+
+/** A callback the group consumer offered (not a backlog): its record holds the partition's commit. */
+function holdsCommit(job: LaneJob): boolean {
+  return job.origin !== undefined && !('backlog' in job.origin);
 }

@@ -205,12 +205,14 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
    * An endpoint slower than its events come is not failing, so its lane queued on past its buffer from the bridge's
    * spare budget: minutes of events in memory, and with them its partition's commit. A bridge's successor then sent
    * every other subscription those minutes again, past what the delivery history remembers (an audit: 752 repeats).
+   * Keeping to its buffer is not enough: a buffer's worth of slow answers (100 at 2 s) held the commit for minutes too.
    */
-  test('a slow lane that falls behind keeps to its buffer: the rest wait in Kafka, and the commit moves on', async () => {
+  test('a slow lane that falls behind lets what holds the commit go to Kafka: the commit moves on', async () => {
     const handBack = owned();
     const { signal } = handBack;
+    const laneBuffer = 50;
     const { publisher, view, cursors, bridge, agent, accepted } = backlogBridge({
-      laneBuffer: 3,
+      laneBuffer,
       delayMs: 30,
       concurrency: 1000,
       laneBehindMs: 200,
@@ -221,10 +223,10 @@ describe('lane backlogs: a dead endpoint holds one event of the bridge, and gets
     const handled = records.map(() => false);
     records.forEach((r, i) => void bridge.onEvent(r, signal, holds.holdCommit).then(() => (handled[i] = true)));
 
-    // Every record is finished and nothing holds the commit while most of the events are still to be delivered: the
-    // lane let them go to a backlog, whose cursor is in Kafka.
+    // Every record is finished and nothing holds the commit long before even the lane's buffer is delivered: the lane
+    // let its events go to a backlog, whose cursor is in Kafka.
     await until(async () => (handled.every(Boolean) && holds.lowest === undefined ? true : undefined), 20000, 5);
-    expect((accepted.get('slow') ?? []).length).toBeLessThan(100);
+    expect((accepted.get('slow') ?? []).length).toBeLessThan(laneBuffer);
     expect(cursorOf(cursors, 'slow')).toBeDefined();
     // And each is delivered once, in order: what the lane kept, then what the backlog reads again.
     await until(async () => ((accepted.get('slow') ?? []).length >= 100 ? true : undefined), 20000, 5);
