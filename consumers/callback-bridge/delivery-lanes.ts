@@ -63,8 +63,8 @@ export interface LaneEvents {
   /** it has room again after somebody was told it had none (wantRoom) */
   onRoom(): void;
   /**
-   * Its head began failing, or it fell behind (LANE_BEHIND_MS): the callbacks queued behind its head (past its buffer,
-   * when behind) were let go, their events to be read again.
+   * Its head began failing, or it fell behind (LANE_BEHIND_MS): the callbacks queued behind its head (when behind,
+   * those from the first the group consumer offered on) were let go, their events to be read again.
    */
   onEvicted(jobs: LaneJob[]): void;
   /**
@@ -81,12 +81,12 @@ export interface LaneEvents {
 export const HEAD_STUCK_AFTER = 3;
 
 /**
- * How long the oldest callback waiting in a lane may have waited while the lane holds more than its buffer
- * (CALLBACK_LANE_BUFFER, from the bridge's spare budget): past it, the lane keeps to its buffer and lets the rest go
- * back to Kafka, read again by a backlog. A burst to a healthy endpoint is delivered from memory long before; an
- * endpoint slower than its events come (one answer a second, four events a second) would otherwise hold minutes of
- * events in memory, and with them its partitions' commit: every other subscription then got those minutes again from
- * a bridge's successor, past what the delivery history remembers.
+ * How long the oldest callback waiting in a lane may have waited: past it, the lane takes no more than its buffer
+ * (CALLBACK_LANE_BUFFER, not the bridge's spare budget), and lets the callbacks the group consumer offered it go back
+ * to Kafka, read again by a backlog (shedIfBehind). A burst to a healthy endpoint is delivered from memory long
+ * before; an endpoint slower than its events come (one answer a second, four events a second) would otherwise hold
+ * minutes of events in memory, and with them its partitions' commit: every other subscription then got those minutes
+ * again from a bridge's successor, past what the delivery history remembers.
  */
 export const LANE_BEHIND_MS = 10000;
 

@@ -29,28 +29,36 @@ function keptAlive(port: number) {
   return { socket, seen, ended };
 }
 
-/*
- * A request that reaches a server already closing, on a connection kept alive, gets a Problem saying to try again,
- * as every other 503 does; not Fastify's own plain JSON, which has no Retry-After and no request id.
+/**
+ * A route `/slow` whose answer waits for `release()` (`entered` once a request is in it), and `begun` once the
+ * server's close has begun: registered after the conventions, their preClose hooks have run by the time its own does.
  */
-test('a request arriving while the server closes is a 503 Problem with Retry-After and its request id', async () => {
+function slowRoute(code: 200 | 204 = 200) {
   let release: () => void = () => undefined;
   let closeBegun: () => void = () => undefined;
   let enter: () => void = () => undefined;
   const entered = new Promise<void>((resolve) => (enter = resolve));
   const begun = new Promise<void>((resolve) => (closeBegun = resolve));
-  const slow = async (app: FastifyInstance) => {
-    // Registered after the conventions: their preClose hooks have run by the time this one does.
+  const plugin = async (app: FastifyInstance) => {
     app.addHook('preClose', async () => closeBegun());
-    app.get('/slow', async () => {
+    app.get('/slow', async (_request, reply) => {
       await new Promise<void>((resolve) => {
         release = resolve;
         enter();
       });
-      return { done: true };
+      return code === 204 ? reply.code(204).send() : { done: true };
     });
   };
-  const { app, port } = await listening({ routes: [{ collections: ['slow'], plugin: slow }] });
+  return { route: { collections: ['slow'], plugin }, entered, begun, release: () => release() };
+}
+
+/*
+ * A request that reaches a server already closing, on a connection kept alive, gets a Problem saying to try again,
+ * as every other 503 does; not Fastify's own plain JSON, which has no Retry-After and no request id.
+ */
+test('a request arriving while the server closes is a 503 Problem with Retry-After and its request id', async () => {
+  const { route, entered, begun, release } = slowRoute();
+  const { app, port } = await listening({ routes: [route] });
   const { socket, seen, ended } = keptAlive(port);
   const request = (id: string) =>
     `GET /slow HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TENANT_A_KEY}\r\nx-request-id: ${id}\r\n\r\n`;
@@ -137,26 +145,9 @@ test.each([
   ['a 200 with a body', 200],
   ['a bodyless 204', 204],
 ])('%s under way as the server closes says Connection: close, and its connection ends cleanly', async (_, code) => {
-  let release: () => void = () => undefined;
-  let closeBegun: () => void = () => undefined;
-  let enter: () => void = () => undefined;
-  const entered = new Promise<void>((resolve) => (enter = resolve));
-  const begun = new Promise<void>((resolve) => (closeBegun = resolve));
-  const slow = async (app: FastifyInstance) => {
-    app.addHook('preClose', async () => closeBegun());
-    app.get('/slow', async (_request, reply) => {
-      await new Promise<void>((resolve) => {
-        release = resolve;
-        enter();
-      });
-      return code === 204 ? reply.code(204).send() : { done: true };
-    });
-  };
+  const { route, entered, begun, release } = slowRoute(code as 200 | 204);
   // A drain far longer than the test: the connection ends because its answer said close, not because the drain did.
-  const { app, port } = await listening({
-    routes: [{ collections: ['slow'], plugin: slow }],
-    drain: { limitMs: 600000, quietMs: 600000 },
-  });
+  const { app, port } = await listening({ routes: [route], drain: { limitMs: 600000, quietMs: 600000 } });
   const { socket, seen, ended } = keptAlive(port);
   socket.write(`GET /slow HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TENANT_A_KEY}\r\n\r\n`);
   await entered;
