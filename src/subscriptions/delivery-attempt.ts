@@ -90,17 +90,18 @@ export class DeliveryHistory {
   }
 
   /**
-   * The keys to tombstone: attempts made a window ago or earlier (or with no readable time), and attempts the index
-   * let go of, beyond a subscription's last KEEP_ATTEMPTS. Read from the view with its own keys, so a record keyed
-   * otherwise than attemptKey is tombstoned too.
+   * The keys to tombstone: `expired`, attempts made a window ago or earlier (or with no readable time); `trimmed`,
+   * younger attempts the index let go of, beyond a subscription's last KEEP_ATTEMPTS. Read from the view with its own
+   * keys, so a record keyed otherwise than attemptKey is tombstoned too.
    */
-  expiredKeys(retentionMs: number, now = Date.now()): string[] {
-    const out: string[] = [];
+  expiredKeys(retentionMs: number, now = Date.now()): { expired: string[]; trimmed: string[] } {
+    const expired: string[] = [];
+    const trimmed: string[] = [];
     for (const [key, a] of this.view.entries()) {
-      const at = Date.parse(a.at);
-      if (!this.indexed.has(key) || !(at + retentionMs > now)) out.push(key);
+      if (!(Date.parse(a.at) + retentionMs > now)) expired.push(key);
+      else if (!this.indexed.has(key)) trimmed.push(key);
     }
-    return out;
+    return { expired, trimmed };
   }
 
   /**

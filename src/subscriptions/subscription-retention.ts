@@ -2,7 +2,7 @@ import type { Publisher } from '../kafka/types';
 import { startPeriodicSweep, type StopSweeping } from '../lib/periodic-sweep';
 import type { Logger } from '../logger';
 import { sweepIntervalMs } from '../tasks/task-retention';
-import type { DeliveryHistory } from './delivery-attempt';
+import { KEEP_ATTEMPTS, type DeliveryHistory } from './delivery-attempt';
 import type { SubscriptionStore } from './subscription-store';
 
 /** tombstones per transaction */
@@ -53,22 +53,30 @@ export class SubscriptionRetention {
     this.stopSweeping();
   }
 
-  /** One pass; resolves with what it tombstoned. */
-  async sweep(now = Date.now()): Promise<{ subscriptions: number; attempts: number }> {
+  /**
+   * One pass; resolves with what it tombstoned: subscriptions, attempts past the window, and `trimmed` attempts, those
+   * within it beyond their subscription's last KEEP_ATTEMPTS (the log line tells the two apart: trimming is a busy
+   * subscription's history being kept short, not the window passing).
+   */
+  async sweep(now = Date.now()): Promise<{ subscriptions: number; attempts: number; trimmed: number }> {
     const { store, history, retentionMs } = this.deps;
     const subscriptions = store.expiredIds(this.deps.taskExists, now);
     for (let i = 0; i < subscriptions.length && !this.stopped; i += RECORDS_PER_WRITE) {
       await store.forget(subscriptions.slice(i, i + RECORDS_PER_WRITE));
     }
-    const attempts = history.expiredKeys(retentionMs, now);
+    const { expired, trimmed } = history.expiredKeys(retentionMs, now);
+    const attempts = [...expired, ...trimmed];
     for (let i = 0; i < attempts.length && !this.stopped; i += RECORDS_PER_WRITE) {
       const keys = attempts.slice(i, i + RECORDS_PER_WRITE);
       const tombstones = keys.map((key) => ({ topic: this.deps.deliveriesTopic, key, value: null }));
       await this.deps.publisher.publish(tombstones, { timeoutMs: this.deps.timeoutMs });
     }
-    const forgotten = { subscriptions: subscriptions.length, attempts: attempts.length };
+    const forgotten = { subscriptions: subscriptions.length, attempts: expired.length, trimmed: trimmed.length };
     if (forgotten.subscriptions + forgotten.attempts > 0) {
       this.deps.logger.info(forgotten, 'forgot subscriptions and delivery attempts past TASK_RETENTION_MS');
+    }
+    if (forgotten.trimmed > 0) {
+      this.deps.logger.info({ attempts: forgotten.trimmed }, `forgot delivery attempts past the last ${KEEP_ATTEMPTS}`);
     }
     return forgotten;
   }

@@ -22,7 +22,7 @@ async function setup(tasks: string[] = []) {
     retentionMs: RETENTION_MS,
   });
   const history = await DeliveryHistory.open(kafka);
-  const { logger, lines } = capturedLogger();
+  const { logger, lines } = capturedLogger('info');
   const retention = new SubscriptionRetention({
     store,
     history,
@@ -101,7 +101,7 @@ describe('subscription retention', () => {
     deliveries.set(`events/${kept.webhookId}/2`, kept);
     expect(history.of('events').map((a) => a.attempt)).toEqual([1, 2]);
 
-    expect(await retention.sweep()).toEqual({ subscriptions: 2, attempts: 2 });
+    expect(await retention.sweep()).toEqual({ subscriptions: 2, attempts: 2, trimmed: 0 });
     expect(kafka.publisher.published.map((r) => [r.topic, r.key, r.value])).toEqual([
       [kafka.topics.subscriptions, 'old', null],
       [kafka.topics.subscriptions, 'orphan', null],
@@ -113,11 +113,11 @@ describe('subscription retention', () => {
     expect(history.of('events').map((a) => a.attempt)).toEqual([2]);
     expect(history.of('old')).toEqual([]);
     expect(deliveries.size).toBe(1);
-    expect(await retention.sweep()).toEqual({ subscriptions: 0, attempts: 0 });
+    expect(await retention.sweep()).toEqual({ subscriptions: 0, attempts: 0, trimmed: 0 });
   });
 
   test("a subscription's history keeps its last attempts: older ones are tombstoned, so the view keeps no more", async () => {
-    const { kafka, retention, deliveries, history } = await setup();
+    const { kafka, retention, deliveries, history, lines } = await setup();
     const extra = 3;
     // Written newest first, as partitions may hand them over: the index still keeps the newest. Times from one
     // clock reading, so a busy machine's milliseconds between writes cannot reorder them.
@@ -127,7 +127,11 @@ describe('subscription retention', () => {
       deliveries.set(`busy/msg_${n}/1`, a);
     }
     expect(history.of('busy')).toHaveLength(KEEP_ATTEMPTS);
-    expect(await retention.sweep()).toEqual({ subscriptions: 0, attempts: extra });
+    expect(await retention.sweep()).toEqual({ subscriptions: 0, attempts: 0, trimmed: extra });
+    // Told as what it is: a busy subscription's history kept short, not attempts past the window.
+    expect(lines.map((l) => [l.msg, l.attempts])).toEqual([
+      [`forgot delivery attempts past the last ${KEEP_ATTEMPTS}`, 3],
+    ]);
     expect(kafka.publisher.published.map((r) => r.key)).toEqual(['busy/msg_3/1', 'busy/msg_2/1', 'busy/msg_1/1']);
     expect(deliveries.size).toBe(KEEP_ATTEMPTS);
     expect(history.of('busy')).toHaveLength(KEEP_ATTEMPTS);
