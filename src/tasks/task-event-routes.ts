@@ -18,6 +18,7 @@ import {
   type ReadTaskEvent,
 } from './task-event-page';
 import { EVENT_STREAM_HEAD, TaskEventStream } from './task-event-stream';
+import { OpenEventStreams } from './open-event-streams';
 import { taskEventPageSchema } from './task-event-schemas';
 import { TASK_ID_PARAMS, taskNotFound } from './task-schemas';
 import { isFinal, type TaskSnapshot } from './task-snapshot';
@@ -194,11 +195,8 @@ async function refuseCursorPastEnd(
  * and a client resumes anywhere without loss or repeat.
  */
 export async function taskEventRoutes(app: FastifyInstance, deps: TaskEventRouteDeps): Promise<void> {
-  const streams = new Set<TaskEventStream>();
-  // A server that closes ends its streams (clients reconnect elsewhere with Last-Event-ID) instead of waiting for them.
-  app.addHook('preClose', async () => {
-    for (const s of streams) s.end();
-  });
+  const streams = new OpenEventStreams();
+  app.addHook('preClose', async () => streams.endAll());
 
   app.get<EventsRequest>(
     '/tasks/:taskId/events',
@@ -227,7 +225,7 @@ async function untilTaskEnded(store: TaskStore, taskId: string, signal: AbortSig
 /** One request of the events route: its stream or its page, from the cursor. */
 async function serveEvents(
   deps: TaskEventRouteDeps,
-  streams: Set<TaskEventStream>,
+  streams: OpenEventStreams,
   request: FastifyRequest<EventsRequest>,
   reply: FastifyReply,
   task: TaskSnapshot,
@@ -251,8 +249,7 @@ async function serveEvents(
     // Taken over either way: a stream answers on its own, and a client that left gets no answer at all.
     reply.hijack();
     if ('gone' in opened) return reply;
-    streams.add(stream);
-    void opened.served.then(() => streams.delete(stream));
+    streams.add(stream, opened.served);
     return reply;
   }
   const { limit } = request.query;
