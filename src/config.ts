@@ -185,7 +185,8 @@ function parsePublicUrl(r: EnvReader): string | undefined {
   } catch {
     url = undefined;
   }
-  if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
+  // The href, not search and hash: those are '' for an empty query or fragment, which the href keeps ('…/v2?').
+  if (!url || !['http:', 'https:'].includes(url.protocol) || /[?#]/.test(url.href) || url.username || url.password) {
     r.problems.push(
       `PUBLIC_URL=${JSON.stringify(shown(v))} must be an absolute http(s) URL ` +
         'without query, fragment or credentials',

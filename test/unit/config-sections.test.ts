@@ -42,6 +42,10 @@ describe('PUBLIC_URL', () => {
     'api.example.com',
     'ftp://api.example.com',
     'https://api.example.com/?x=1',
+    // An empty query or fragment: URL's search and hash are '' for them, but the href keeps the '?' or '#', and every
+    // link made of it (`<PUBLIC_URL>/tasks/…`) named the root with a query.
+    'https://api.example.com/v2?',
+    'https://api.example.com/v2#',
     'https://u:p@api.example.com',
   ];
   test.each(refused)('%s is refused, by name', (value) => {
