@@ -46,6 +46,10 @@ export class TaskEventStream {
   private readonly over = new AbortController();
   /** the client closed the connection: whatever open() meets after that is not a failure to answer */
   private clientLeft = false;
+  /** the head is written: from then on a reading that fails ends the stream */
+  private headSent = false;
+  /** why Kafka refused the reading before the head was written: opening fails with it */
+  private refused: Error | undefined;
   private readonly done: Promise<void>;
   private finish: () => void = () => undefined;
   /** records wait for the head: the reader may hand one over before open() has written it */
@@ -117,14 +121,22 @@ export class TaskEventStream {
         refuseDeleted: true,
         onRecord: (record) => this.onRecord(record, firstEvent),
         ...(end !== undefined ? { until: end.toString() } : {}),
-        // Kafka refused the reading for good: the client is told by the stream's end, and reconnects.
+        // Kafka refused the reading for good. Before the head, opening fails with why (records deleted under it
+        // meanwhile: the client's 410, not an empty 200, after which an EventSource would not reconnect); after, the
+        // client is told by the stream's end, and reconnects.
         onError: (err) => {
+          if (!this.headSent) {
+            this.refused ??= err;
+            void this.reading?.stop();
+            return;
+          }
           this.deps.logger.warn({ err, taskId: this.task.taskId }, 'task event stream lost its reader');
           this.end();
         },
       },
       remaining(),
     );
+    await this.throwIfRefused();
     if (end !== undefined) {
       // Nothing of the task comes after its final event: reaching the end known at the request is the end.
       const reachedEnd = this.reading.reached(end.toString(), NO_DEADLINE).then(() => true);
@@ -137,13 +149,14 @@ export class TaskEventStream {
         holding,
         reachedEnd.catch(async (err: unknown) => {
           await this.reading?.stop();
-          throw err;
+          throw this.refused ?? err;
         }),
       ]).finally(() => clearTimeout(waited));
       if (nothing) {
         await this.reading.stop();
         return { nothing: true };
       }
+      await this.throwIfRefused();
       void reachedEnd.then(
         () => this.end(),
         () => this.end(),
@@ -151,6 +164,7 @@ export class TaskEventStream {
     }
     // The client may have left while the reader opened: no head for a closed connection.
     if (this.clientLeft) return { gone: true };
+    this.headSent = true;
     this.res.writeHead(200, { ...this.headers, ...EVENT_STREAM_HEAD });
     if (this.res.destroyed) this.end();
     // Tells a proxy the stream is alive, and EventSource clients to retry after a second.
@@ -191,6 +205,13 @@ export class TaskEventStream {
         await pause(retryDelayMs(failures, 500, 5000), this.over.signal);
       }
     }
+  }
+
+  /** Before the head: a reading Kafka refused fails the opening, with why. */
+  private async throwIfRefused(): Promise<void> {
+    if (!this.refused) return;
+    await this.reading?.stop();
+    throw this.refused;
   }
 
   /** Ends the stream (the client left, the server closes, or the task ended). */

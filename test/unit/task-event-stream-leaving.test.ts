@@ -1,10 +1,10 @@
-import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { PartitionReader, PartitionReading } from '../../src/kafka/types';
 import { KafkaUnavailableError } from '../../src/kafka/types';
 import { createLogger } from '../../src/logger';
 import { TaskEventStream } from '../../src/tasks/task-event-stream';
 import type { TaskSnapshot } from '../../src/tasks/task-snapshot';
+import { FakeResponse } from './fake-response';
 
 /*
  * A client that closes the connection while its event stream is still opening (the partition reader takes a moment
@@ -12,25 +12,6 @@ import type { TaskSnapshot } from '../../src/tasks/task-snapshot';
  * used to write the head on the closed response, or fail as `kafka-unavailable`, and Fastify logged an error.
  */
 const task = { taskId: 't1', topic: 'events', partition: 0, offset: 0, status: 'running' } as TaskSnapshot;
-
-class FakeResponse extends EventEmitter {
-  heads = 0;
-  writableEnded = false;
-  destroyed = false;
-  writableNeedDrain = false;
-  writeHead(): this {
-    if (this.writableEnded) throw new Error('Cannot write headers after they are sent to the client');
-    this.heads += 1;
-    return this;
-  }
-  write(): boolean {
-    return true;
-  }
-  end(): this {
-    this.writableEnded = true;
-    return this;
-  }
-}
 
 /** A reader whose open() waits for the test to settle it; it counts the readings stopped. */
 function slowReader() {
