@@ -7,6 +7,7 @@ import { problemKindOf, ProblemError, type KindedError } from '../problems/probl
 import { PROBLEM_TYPES, type ProblemKind } from '../problems/problem-types';
 import { ACCEPT_PATCH } from './content-negotiation';
 import { instanceUri } from './instance-uri';
+import { isKafkaFailure } from '../kafka/kafka-failure';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 /** As Fastify sends a Problem: answers written straight to a socket say the same. */
@@ -38,13 +39,21 @@ function publicDetailOf(err: Error): string | undefined {
   return typeof detail === 'string' ? detail : undefined;
 }
 
+function carriedProblem(kind: ProblemKind, detail: string | undefined): ProblemError {
+  return new ProblemError(kind, detail ?? PUBLIC_DETAILS[kind] ?? PROBLEM_TYPES[kind].title, {
+    headers: PROBLEM_HEADERS[kind],
+  });
+}
+
+const kafkaUnavailable = () => carriedProblem('kafka-unavailable', undefined);
+
 function toProblemError(err: FastifyError | Error): ProblemError | undefined {
   if (err instanceof ProblemError) return err;
   const carried = problemKindOf(err);
-  if (carried)
-    return new ProblemError(carried, publicDetailOf(err) ?? PUBLIC_DETAILS[carried] ?? PROBLEM_TYPES[carried].title, {
-      headers: PROBLEM_HEADERS[carried],
-    });
+  if (carried) return carriedProblem(carried, publicDetailOf(err));
+  // A Kafka client's failure that no layer below told as Kafka unavailable (each should): still the client's 503,
+  // which it retries, not a 500 that says the server is broken. The log has it with its stack (a 5xx is reported).
+  if (isKafkaFailure(err)) return kafkaUnavailable();
   const fe = err as FastifyError;
   if (fe.validation) {
     const where = fe.validationContext === 'body' ? '' : `/${fe.validationContext ?? 'request'}`;

@@ -3,6 +3,7 @@ import type { FetchedMessage, ReadingCluster } from './reader-clusters';
 import { TopicReading } from './topic-reading';
 import { KafkaUnavailableError, type RecordPosition, type StateView, type WrittenRecord } from './types';
 import { withKafkaTimeout } from './kafka-timeout';
+import { isKafkaFailure } from './kafka-failure';
 import { WrittenAhead } from './written-ahead';
 
 interface Waiter {
@@ -191,7 +192,11 @@ export class KafkaStateView<T> implements StateView<T> {
         );
       } catch (err) {
         const delay = Math.min(500, 25 * 2 ** failures);
-        if (this.stopped || Date.now() + delay >= deadline) throw err;
+        // kafkajs's own error (a connection the broker closed, a request timed out) told as what it is to a caller:
+        // Kafka unavailable, the client's 503. Left as it was, it carried no problem kind and was answered 500.
+        if (this.stopped || Date.now() + delay >= deadline) {
+          throw isKafkaFailure(err) ? new KafkaUnavailableError(`offsets of ${this.topic}`, err) : err;
+        }
         await new Promise((r) => setTimeout(r, delay));
       }
     }
