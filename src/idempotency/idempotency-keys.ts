@@ -73,6 +73,8 @@ export interface IdempotencyKeysDeps {
  * only within 2 × KAFKA_TIMEOUT_MS of the claim (the request's deadline, plus
  * the longest its transaction can outlive it), so a later claim never races a
  * creation that could still land. The 5 s cover clock skew between instances.
+ * The KAFKA_TIMEOUT_MS is the writer's: a claim says its life (lifeMs), so
+ * instances configured otherwise (a rolling change) time it alike.
  */
 export class IdempotencyKeys {
   private readonly fold: KeyFold;
@@ -126,7 +128,14 @@ export class IdempotencyKeys {
     const handling = this.local.get(scope);
     if (handling !== undefined) return handling === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };
     this.local.set(scope, fingerprint);
-    const claim: ClaimRecord = { kind: 'claim', scope, claimId: randomUUID(), fingerprint, at: Date.now() };
+    const claim: ClaimRecord = {
+      kind: 'claim',
+      scope,
+      claimId: randomUUID(),
+      fingerprint,
+      at: Date.now(),
+      lifeMs: this.claimTtlMs,
+    };
     let claimed = false;
     try {
       await writeThenCatchUp(this.deps.view, deadline.remaining(), async (timeoutMs) => {

@@ -20,6 +20,12 @@ export interface ClaimRecord {
   claimId: string;
   fingerprint: string;
   at: number;
+  /**
+   * How long the claim holds its key (ms): the writer's 2 × KAFKA_TIMEOUT_MS + 5 s. Every instance times the claim by
+   * it, not by its own setting: one with a shorter KAFKA_TIMEOUT_MS took a claim still being written for expired,
+   * and both created. Absent in claims written before it was: the reader's own then.
+   */
+  lifeMs?: number;
 }
 /** The winner wrote nothing after all: the key is free again at once. */
 export interface ReleaseRecord {

@@ -2,6 +2,8 @@ import type { ClaimRecord, DoneRecord, IdempotencyRecord, StoredAnswer } from '.
 
 /** How long a key is remembered after its request created something (the IETF draft leaves it to the server). */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600 * 1000;
+/** the longest life a claim can be given: 2 × the largest KAFKA_TIMEOUT_MS (120 s) + 5 s */
+const MAX_CLAIM_LIFE_MS = 2 * 120000 + 5000;
 /** claims live under their own key ('!' cannot start a tenant name), so a claim never overwrites an answer */
 export const CLAIM_PREFIX = '!claim/';
 
@@ -40,7 +42,7 @@ export class KeyFold {
     const done = this.answer(scope);
     if (done) return decided(done, fingerprint);
     const claim = this.claim(scope);
-    if (claim && claim.at + this.claimTtlMs > Date.now()) {
+    if (claim && this.expiryOf(claim) > Date.now()) {
       return claim.fingerprint === fingerprint ? { kind: 'in-flight' } : { kind: 'reused' };
     }
     return undefined;
@@ -55,6 +57,13 @@ export class KeyFold {
     return scopes;
   }
 
+  /** When a claim stops holding its key: by the life its writer gave it, so all instances agree. */
+  expiryOf(claim: ClaimRecord): number {
+    const life = claim.lifeMs;
+    const given = typeof life === 'number' && Number.isFinite(life) && life > 0 && life <= MAX_CLAIM_LIFE_MS;
+    return claim.at + (given ? life : this.claimTtlMs);
+  }
+
   /** One record of the topic, in partition order. A tombstone on a claim key (cleanup) never ends a live claim. */
   apply(key: string, value: IdempotencyRecord | undefined): void {
     const isClaimKey = key.startsWith(CLAIM_PREFIX);
@@ -63,10 +72,10 @@ export class KeyFold {
     if (!isClaimKey) {
       entry.done = value?.kind === 'done' ? value : undefined;
     } else if (value?.kind === 'claim') {
-      if (!entry.claim || value.at >= entry.claim.at + this.claimTtlMs) entry.claim = value;
+      if (!entry.claim || value.at >= this.expiryOf(entry.claim)) entry.claim = value;
     } else if (value?.kind === 'release') {
       if (entry.claim?.claimId === value.claimId) entry.claim = undefined;
-    } else if (value === undefined && entry.claim && entry.claim.at + this.claimTtlMs <= Date.now()) {
+    } else if (value === undefined && entry.claim && this.expiryOf(entry.claim) <= Date.now()) {
       entry.claim = undefined;
     }
     if (entry.done || entry.claim) this.entries.set(scope, entry);

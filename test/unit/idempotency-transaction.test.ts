@@ -67,9 +67,8 @@ class Transactions implements Publisher {
   }
 }
 
-function setup() {
+function setup(keyView = new FakeView<IdempotencyRecord>(), timeoutMs = 1000) {
   const taskView = new FakeView<TaskRecord>();
-  const keyView = new FakeView<IdempotencyRecord>();
   const publisher = new Transactions(
     { [topics.tasks]: taskView as FakeView<unknown>, [KEYS_TOPIC]: keyView as FakeView<unknown> },
     { [topics.tasks]: decodeTaskRecord, [KEYS_TOPIC]: decodeIdempotencyRecord },
@@ -79,7 +78,7 @@ function setup() {
     publisher,
     topic: KEYS_TOPIC,
     partitionFor: () => 0,
-    timeoutMs: 1000,
+    timeoutMs,
     logger: createLogger('silent'),
   });
   const store = new TaskStore({
@@ -101,7 +100,7 @@ function setup() {
     const task = await decision.run(() => ({ status: 202, ids: [taskId] }), submit);
     return { kind: 'created', taskId: task.taskId };
   }
-  return { publisher, keys, post };
+  return { publisher, keys, post, keyView };
 }
 
 afterEach(() => jest.restoreAllMocks());
@@ -160,4 +159,19 @@ test('another request under a used key is refused (reused), also while the first
   expect(first.kind).toBe('new');
   expect((await keys.begin('acme', 'k6', 'fp-a')).kind).toBe('in-flight');
   expect((await keys.begin('acme', 'k6', 'fp-b')).kind).toBe('reused');
+});
+
+test("instances with different KAFKA_TIMEOUT_MS time a claim by its writer's: a claim still being written holds", async () => {
+  // The writer's claim lives 2 × 30 s + 5 s; the other's own setting (5 s) would give it 15 s.
+  const patient = setup(undefined, 30000);
+  const hasty = setup(patient.keyView, 5000);
+  const writing = await patient.keys.begin('acme', 'k9', 'fp');
+  expect(writing.kind).toBe('new');
+  const now = Date.now();
+  jest.spyOn(Date, 'now').mockReturnValue(now + 16500);
+  expect((await hasty.keys.begin('acme', 'k9', 'fp')).kind).toBe('in-flight');
+  expect((await hasty.keys.begin('acme', 'k9', 'another')).kind).toBe('reused');
+  // Past its own life, the claim holds the key no more, for either.
+  jest.spyOn(Date, 'now').mockReturnValue(now + patient.keys.claimTtlMs);
+  expect((await hasty.keys.begin('acme', 'k9', 'fp')).kind).toBe('new');
 });
