@@ -25,6 +25,7 @@ import type {
   ViewSource,
   ViewSpec,
 } from './types';
+import { KafkaUnavailableError } from './types';
 
 export interface KafkaGatewayOptions {
   brokers: string[];
@@ -147,6 +148,8 @@ export async function connectKafka(options: KafkaGatewayOptions): Promise<KafkaG
     fencingPublisher: (transactionalId) => newPublisher([transactionalId]),
     viewsCaughtUp: () => started.every((v) => v.caughtUp),
     async syncViews(timeoutMs) {
+      // As a write is: at once when the broker is known to be unreachable, not after the whole deadline.
+      if (!health.up) throw new KafkaUnavailableError('Kafka is not reachable');
       const since = Date.now();
       await Promise.all(started.map((v) => v.syncedSince(since, timeoutMs)));
     },
