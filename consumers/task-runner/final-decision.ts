@@ -4,7 +4,7 @@ import type { Stalls } from '../../src/lib/loop-stalls';
 import type { Logger } from '../../src/logger';
 import type { StateView } from '../../src/kafka/types';
 import { problemType } from '../../src/problems/problem-types';
-import { cancelKey, isSnapshot, type TaskRecord } from '../../src/tasks/task-snapshot';
+import { cancelKey, cancelOf, isSnapshot, type TaskRecord } from '../../src/tasks/task-snapshot';
 import { timedOutOutcome, type Outcome } from './task-execution';
 
 export interface DecisionDeps {
@@ -55,8 +55,9 @@ export async function decideFinal(
   if (!timedOut(outcome) && !deps.stalls.since(clock.runSince)) return outcome;
   // A sync begun in this very millisecond may have begun before the cancel landed: one begun after it is asked for.
   if (!(await synced(deps, taskId, decidedAt + 1, handBack))) return undefined;
-  const cancel = deps.view.get(cancelKey(taskId));
-  if (cancel === undefined || isSnapshot(cancel)) return outcome;
+  const task = deps.view.get(taskId);
+  const cancel = cancelOf(deps.view.get(cancelKey(taskId)), isSnapshot(task) ? task : undefined);
+  if (cancel === undefined) return outcome;
   const requestedAt = Date.parse(cancel.requestedAt);
   // The end this outcome stands for: the deadline, for a timeout; otherwise when it was decided here.
   const endedAt = Math.min(decidedAt, clock.deadlineAt);

@@ -20,6 +20,7 @@ import { moveRequest, TOO_LARGE, tooLargeRequest } from './request-moves';
 import { placeRequest, type Placement } from './request-placement';
 import {
   cancelKey,
+  cancelOf,
   cancelledTaskId,
   isFinal,
   isSnapshot,
@@ -237,7 +238,7 @@ export class TaskRunner {
     // The deadline before a cancel: a cancel the api accepted after it (no runner was up to end the task) does not
     // win; endUnstarted's decision looks for one accepted before it.
     if (leftMs <= 0) return this.endUnstarted(job, snapshot, timedOutOutcome(timeoutMs), clock);
-    if (this.deps.view.get(cancelKey(snapshot.taskId))) return this.cancelUnstarted(job, snapshot);
+    if (cancelOf(this.deps.view.get(cancelKey(snapshot.taskId)), snapshot)) return this.cancelUnstarted(job, snapshot);
     const attempt = snapshot.attempt + 1;
     const journal = new TaskJournal(snapshot, job.exec, job.writer.generation);
     const started = { status: 'running' as const, attempt, startedAt: snapshot.startedAt ?? isoNow() };

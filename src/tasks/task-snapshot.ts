@@ -47,6 +47,22 @@ const CANCEL_PREFIX = 'cancel/';
 /** A cancel request shares the tasks topic with the snapshots, under its own key: the one place that spells it. */
 export const cancelKey = (taskId: string) => `${CANCEL_PREFIX}${taskId}`;
 
+/** how much earlier than its task's creation a cancel may say it was asked (clocks of two processes differ) */
+const CANCEL_CLOCK_SKEW_MS = 5000;
+
+/**
+ * The cancel request under the task's cancel key, if it was asked of this task. One asked of an earlier task under the
+ * same id does not count: a cancel written after that task's DELETE, by an instance that had not read the DELETE yet,
+ * outlives the tombstones and would cancel a task a Kafka client submits under the id later.
+ */
+export function cancelOf(record: TaskRecord | undefined, task: TaskSnapshot | undefined): CancelRequest | undefined {
+  if (record === undefined || isSnapshot(record)) return undefined;
+  const createdAt = Date.parse(task?.createdAt ?? '');
+  const requestedAt = Date.parse(record.requestedAt);
+  const earlier = Number.isFinite(createdAt) && Number.isFinite(requestedAt);
+  return earlier && requestedAt < createdAt - CANCEL_CLOCK_SKEW_MS ? undefined : record;
+}
+
 /** The task a tasks-topic key asks to cancel; undefined for a snapshot's key. */
 export function cancelledTaskId(key: string): string | undefined {
   return key.startsWith(CANCEL_PREFIX) ? key.slice(CANCEL_PREFIX.length) : undefined;

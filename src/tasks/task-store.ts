@@ -17,6 +17,7 @@ import type { TaskRequest } from './task-request';
 import { FinalWaiters } from './final-waiters';
 import {
   cancelKey,
+  cancelOf,
   isFinal,
   isSnapshot,
   TASKS_VIEW,
@@ -89,7 +90,7 @@ export class TaskStore {
   }
 
   cancelRequested(taskId: string): boolean {
-    return this.deps.view.get(cancelKey(taskId)) !== undefined;
+    return cancelOf(this.deps.view.get(cancelKey(taskId)), this.get(taskId)) !== undefined;
   }
 
   list(tenant: string, filter: { type?: string; status?: TaskStatus }): TaskSnapshot[] {
@@ -110,6 +111,26 @@ export class TaskStore {
     const out: string[] = [];
     for (const r of this.deps.view.values()) if (isSnapshot(r) && this.expired(r, now)) out.push(r.taskId);
     return out;
+  }
+
+  /**
+   * Tasks whose cancel request this view holds without the task, asked `graceMs` ago or earlier: a cancel written after
+   * its task's DELETE (by an instance that had not read the DELETE yet) is left behind, and no retention of its task
+   * would ever tombstone it. The grace covers a view that has read the cancel but not yet its task's snapshot.
+   */
+  orphanCancels(graceMs: number, now = Date.now()): string[] {
+    const out: string[] = [];
+    for (const r of this.deps.view.values()) {
+      if (isSnapshot(r) || this.deps.view.get(r.taskId) !== undefined) continue;
+      if (!(Date.parse(r.requestedAt) + graceMs > now)) out.push(r.taskId);
+    }
+    return out;
+  }
+
+  /** Tombstones cancel requests alone: their tasks' keys may hold a task made since under the same id. */
+  async forgetCancels(taskIds: string[]): Promise<void> {
+    const records = taskIds.map((taskId) => ({ topic: this.deps.topics.tasks, key: cancelKey(taskId), value: null }));
+    await this.deps.publisher.publish(records, { timeoutMs: this.deps.timeoutMs });
   }
 
   /**

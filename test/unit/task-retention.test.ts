@@ -56,6 +56,40 @@ describe('task retention', () => {
     expect(view.get('running')).toBeDefined();
   });
 
+  test('a cancel request left without its task (written after its DELETE) is tombstoned alone, once old', async () => {
+    const { kafka, view, retention, store } = await setup();
+    const cancel = (taskId: string, agoMs: number) => ({
+      cancel: true as const,
+      taskId,
+      requestedAt: new Date(Date.now() - agoMs).toISOString(),
+    });
+    view.set('cancel/gone', cancel('gone', RETENTION_MS + 1));
+    view.set('cancel/just-gone', cancel('just-gone', 1000));
+    view.set('live', { ...finishedTask('live', RETENTION_MS * 3), status: 'running', finishedAt: undefined });
+    view.set('cancel/live', cancel('live', RETENTION_MS * 2));
+    expect(await retention.sweep()).toBe(0);
+    // Only the cancel key: the task's own key may hold a task made since under that id.
+    expect(kafka.publisher.published.map((r) => [r.key, r.value])).toEqual([['cancel/gone', null]]);
+    expect(store.orphanCancels(RETENTION_MS)).toEqual([]);
+    expect(view.get('cancel/just-gone')).toBeDefined();
+    expect(store.cancelRequested('live')).toBe(true);
+  });
+
+  test('a cancel asked of an earlier task under the same id does not count for the task made since', async () => {
+    const { view, store } = await setup();
+    const made = new Date().toISOString();
+    view.set('again', { ...finishedTask('again', 0), status: 'running', finishedAt: undefined, createdAt: made });
+    view.set('cancel/again', {
+      cancel: true,
+      taskId: 'again',
+      requestedAt: new Date(Date.now() - 60000).toISOString(),
+    });
+    expect(store.cancelRequested('again')).toBe(false);
+    // One asked of this task, on a clock a little behind the one that made it, counts.
+    view.set('cancel/again', { cancel: true, taskId: 'again', requestedAt: new Date(Date.now() - 2000).toISOString() });
+    expect(store.cancelRequested('again')).toBe(true);
+  });
+
   test('a sweep that fails is logged and the next interval tries again', async () => {
     jest.useFakeTimers();
     try {

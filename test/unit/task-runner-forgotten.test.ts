@@ -80,3 +80,27 @@ describe('task runner: a request read again after its task was forgotten', () =>
     expect(eventsOf(log, 'slow-1').at(-1)?.event).toBe('task.succeeded');
   });
 });
+
+describe('task runner: a cancel request left from a task forgotten under the same id', () => {
+  // A cancel written after its task's DELETE, by an api instance that had not read the DELETE yet, outlives the
+  // tombstones; a task a Kafka client submits under that id later went accepted → cancelled, never run (an audit).
+  const cancelAsked = (taskId: string, agoMs: number): TaskRecord => ({
+    cancel: true,
+    taskId,
+    requestedAt: new Date(Date.now() - agoMs).toISOString(),
+  });
+
+  test('a task submitted under the id later runs: the cancel was asked of the one before it', async () => {
+    const log = new FakeLog();
+    log.view.set('cancel/again-1', cancelAsked('again-1', 60000));
+    const handle = await runner(log);
+    await handle(request('again-1', 3), new AbortController().signal);
+    expect(eventsOf(log, 'again-1').map((e) => e.event)).toEqual([
+      'task.accepted',
+      'task.started',
+      'task.progress',
+      'task.progress',
+      'task.succeeded',
+    ]);
+  });
+});
