@@ -38,6 +38,8 @@ export interface CancelRequest {
   cancel: true;
   taskId: string;
   requestedAt: string;
+  /** the createdAt of the task it was asked of: a task made since under the same id is another one */
+  taskCreatedAt?: string;
 }
 
 export type TaskRecord = TaskSnapshot | CancelRequest;
@@ -53,10 +55,14 @@ const CANCEL_CLOCK_SKEW_MS = 5000;
 /**
  * The cancel request under the task's cancel key, if it was asked of this task. One asked of an earlier task under the
  * same id does not count: a cancel written after that task's DELETE, by an instance that had not read the DELETE yet,
- * outlives the tombstones and would cancel a task a Kafka client submits under the id later.
+ * outlives the tombstones and would cancel a task a Kafka client submits under the id later. A cancel names the task
+ * it was asked of by its creation time; one written before it did is told by its own time, with a clocks' allowance.
  */
 export function cancelOf(record: TaskRecord | undefined, task: TaskSnapshot | undefined): CancelRequest | undefined {
   if (record === undefined || isSnapshot(record)) return undefined;
+  if (record.taskCreatedAt !== undefined && task !== undefined) {
+    return record.taskCreatedAt === task.createdAt ? record : undefined;
+  }
   const createdAt = Date.parse(task?.createdAt ?? '');
   const requestedAt = Date.parse(record.requestedAt);
   const earlier = Number.isFinite(createdAt) && Number.isFinite(requestedAt);

@@ -185,7 +185,13 @@ export class TaskStore {
 
   /** Records the request; the runner that owns the task aborts it and publishes task.cancelled. */
   async requestCancel(taskId: string): Promise<void> {
-    const request: CancelRequest = { cancel: true, taskId, requestedAt: isoNow() };
+    const taskCreatedAt = this.get(taskId)?.createdAt;
+    const request: CancelRequest = {
+      cancel: true,
+      taskId,
+      requestedAt: isoNow(),
+      ...(taskCreatedAt && { taskCreatedAt }),
+    };
     const record = { topic: this.deps.topics.tasks, key: cancelKey(taskId), value: JSON.stringify(request) };
     await writeThenRead(this.deps.view, this.deps.timeoutMs, (timeoutMs) =>
       this.deps.publisher.publish([record], { timeoutMs }),

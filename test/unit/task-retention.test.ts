@@ -88,6 +88,17 @@ describe('task retention', () => {
     // One asked of this task, on a clock a little behind the one that made it, counts.
     view.set('cancel/again', { cancel: true, taskId: 'again', requestedAt: new Date(Date.now() - 2000).toISOString() });
     expect(store.cancelRequested('again')).toBe(true);
+    // One that names the task it was asked of by its creation time is told apart whatever the clocks say.
+    const named = (taskCreatedAt: string) => ({
+      cancel: true as const,
+      taskId: 'again',
+      requestedAt: made,
+      taskCreatedAt,
+    });
+    view.set('cancel/again', named(new Date(Date.now() - 1000).toISOString()));
+    expect(store.cancelRequested('again')).toBe(false);
+    view.set('cancel/again', named(made));
+    expect(store.cancelRequested('again')).toBe(true);
   });
 
   test('a sweep that fails is logged and the next interval tries again', async () => {

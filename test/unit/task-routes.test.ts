@@ -297,6 +297,11 @@ describe('cancel and forget', () => {
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ status: 'accepted', cancelRequested: true });
     expect(api.tasks.cancelRequested(taskId)).toBe(true);
+    // It names the task it was asked of, so a task made later under the same id is not taken for it.
+    const written = api.kafka.publisher.published.filter((r) => r.key === `cancel/${taskId}`);
+    expect(written.map((r) => JSON.parse(String(r.value)))).toEqual([
+      expect.objectContaining({ cancel: true, taskId, taskCreatedAt: api.tasks.get(taskId)?.createdAt }),
+    ]);
   });
 
   test('a task that ends on its own while its cancel is written keeps its outcome: 409, not a 202', async () => {

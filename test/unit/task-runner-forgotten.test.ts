@@ -103,4 +103,13 @@ describe('task runner: a cancel request left from a task forgotten under the sam
       'task.succeeded',
     ]);
   });
+
+  test('also seconds later, when the cancel names the task it was asked of by its creation time', async () => {
+    const log = new FakeLog();
+    const before = new Date(Date.now() - 3000).toISOString();
+    log.view.set('cancel/again-2', { ...cancelAsked('again-2', 1000), taskCreatedAt: before });
+    const handle = await runner(log);
+    await handle(request('again-2', 4), new AbortController().signal);
+    expect(eventsOf(log, 'again-2').at(-1)?.event).toBe('task.succeeded');
+  });
 });
