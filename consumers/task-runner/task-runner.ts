@@ -128,7 +128,10 @@ export class TaskRunner {
     };
     deps.view.onChange((key, value) => {
       const cancelled = value === undefined ? undefined : cancelledTaskId(key);
-      if (cancelled !== undefined) this.running.get(cancelled)?.abort(new Cancelled());
+      if (cancelled === undefined) return;
+      // Not one asked of an earlier task under the id, written late (after its DELETE) while this one runs.
+      const task = deps.view.get(cancelled);
+      if (cancelOf(value, isSnapshot(task) ? task : undefined)) this.running.get(cancelled)?.abort(new Cancelled());
     });
   }
 

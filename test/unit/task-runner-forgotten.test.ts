@@ -1,5 +1,5 @@
 import type { IncomingRecord } from '../../src/kafka/types';
-import type { TaskRecord } from '../../src/tasks/task-snapshot';
+import type { TaskRecord, TaskSnapshot } from '../../src/tasks/task-snapshot';
 import { FakeLog, request, runner, topics } from './runner-fakes';
 
 /*
@@ -111,5 +111,16 @@ describe('task runner: a cancel request left from a task forgotten under the sam
     const handle = await runner(log);
     await handle(request('again-2', 4), new AbortController().signal);
     expect(eventsOf(log, 'again-2').at(-1)?.event).toBe('task.succeeded');
+  });
+
+  test('a cancel asked of an earlier task that lands while the task made since runs does not stop it', async () => {
+    const log = new FakeLog();
+    const handle = await runner(log);
+    const running = handle(request('again-3', 5, { steps: 3, stepMs: 100 }), new AbortController().signal);
+    const status = () => (log.view.get('again-3') as TaskSnapshot | undefined)?.status;
+    while (status() !== 'running') await new Promise((r) => setTimeout(r, 5));
+    log.view.set('cancel/again-3', { ...cancelAsked('again-3', 0), taskCreatedAt: '2026-01-01T00:00:00.000Z' });
+    await running;
+    expect(eventsOf(log, 'again-3').at(-1)?.event).toBe('task.succeeded');
   });
 });
