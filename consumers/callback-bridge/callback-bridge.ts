@@ -21,6 +21,7 @@ import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
 import { LaneSources, type HoldCommit } from './lane-sources';
 import { AttemptRecorder } from './attempt-recorder';
 import { createCallbackAgent } from './send-callback';
+import { decidedByOneBridge, handsOn, parseOnceCallback } from './once-callbacks';
 
 /**
  * How often, at most, the attempt records of all lanes are written (AttemptRecorder): what it adds is only to when an
@@ -109,12 +110,19 @@ export class CallbackBridge {
     return this.sources.backlogs();
   }
 
-  /** Enqueues the event's callbacks in their lanes; each promise is one callback's delivery. */
+  /**
+   * Enqueues the callbacks of an event, or the one a record of the once-callbacks topic hands on, in their lanes;
+   * each promise is one callback's delivery (or handing on, once-callbacks.ts).
+   */
   async admit(record: IncomingRecord, signal: AbortSignal, holdCommit: HoldCommit): Promise<Promise<unknown>[]> {
-    const e = parseEvent(record, this.deps.topics.taskEvents);
+    const handed = record.topic === this.deps.topics.onceCallbacks;
+    const e = handed ? parseOnceCallback(record) : parseEvent(record, this.deps.topics.taskEvents);
     if (!e) {
       const at = { topic: record.topic, partition: record.partition, offset: record.offset };
-      this.logger.warn(at, 'an event that is not JSON with a type matches nothing');
+      this.logger.warn(
+        at,
+        `${handed ? 'a once callback' : 'an event'} that this service did not write matches nothing`,
+      );
     }
     if (signal.aborted) return [];
     const offers = this.sources.offersOf(record, signal);
@@ -123,14 +131,15 @@ export class CallbackBridge {
     const deliveries: Promise<unknown>[] = [];
     if (e) {
       const receivedAt = record.receivedAt ?? Date.now();
-      // Most events of a busy partition arrive after the view's last sync began: matched at once, without a promise.
+      // Most records of a busy partition arrive after the view's last sync began: matched at once, without a promise.
       const view = this.deps.subscriptions.view;
-      const subscriptions =
-        (view.syncedAt > receivedAt ? this.wanting(e) : await this.matching(e, receivedAt, signal)) ?? [];
+      const synced = view.syncedAt > receivedAt || (await this.synced(receivedAt, signal));
       // Handed back while the view synced: the record is the next owner's.
-      if (signal.aborted) return [];
+      if (!synced || signal.aborted) return [];
+      const subscriptions = 'webhookId' in e ? this.handedTo(e) : this.wanting(e);
       for (const sub of subscriptions) {
-        const delivery = this.sources.offer(offers, sub, offset, holdCommit, () => this.callbackParts(sub, e, record));
+        const parts = () => ('webhookId' in e ? e : this.callbackParts(sub, e, record));
+        const delivery = this.sources.offer(offers, sub, offset, holdCommit, parts);
         if (delivery) deliveries.push(delivery);
       }
     }
@@ -140,14 +149,23 @@ export class CallbackBridge {
 
   /** One shape for every callback (absent parts undefined, which JSON leaves out): optional spreads made many. */
   private callbackParts(sub: Subscription, e: BridgeEvent, record: IncomingRecord): CallbackParts {
-    return {
+    const parts: CallbackParts = {
       subscriptionId: sub.id,
       webhookId: webhookId(sub.id, e.id),
       event: e.kind,
       taskId: e.taskId || undefined,
       body: callbackBody(sub, e, this.deps.publicUrl?.() ?? ''),
       traceparent: record.headers.traceparent || undefined,
+      handOn: undefined,
     };
+    if (decidedByOneBridge(sub)) parts.handOn = handsOn(this.deps.topics.onceCallbacks, parts);
+    return parts;
+  }
+
+  /** The subscription a handed-on once callback is for, while it is active: the callback goes to its lane here. */
+  private handedTo(parts: CallbackParts): Subscription[] {
+    const sub = this.deps.subscriptions.get(parts.subscriptionId);
+    return sub?.status === 'active' && decidedByOneBridge(sub) ? [sub] : [];
   }
 
   private wanting(e: BridgeEvent): Subscription[] {
@@ -156,8 +174,11 @@ export class CallbackBridge {
     return wanted;
   }
 
-  /** Matches an event, syncing the subscriptions view first; retried in place so later events of the partition wait. */
-  async matching(e: BridgeEvent, receivedAt: number, signal: AbortSignal): Promise<Subscription[] | undefined> {
+  /**
+   * Syncs the subscriptions view before a record is matched; retried in place so later records of the partition
+   * wait. False when the record was handed back meanwhile.
+   */
+  async synced(receivedAt: number, signal: AbortSignal): Promise<boolean> {
     const view = this.deps.subscriptions.view;
     for (let failures = 1; !signal.aborted; failures += 1) {
       try {
@@ -165,14 +186,14 @@ export class CallbackBridge {
         // same transaction as a task's first event) is matched.
         // +1: a sync begun in the same millisecond may have read the end offsets before the commit.
         await view.syncedSince(receivedAt + 1, this.deps.kafkaTimeoutMs);
-        return this.wanting(e);
+        return true;
       } catch (err) {
         const retryInMs = retryDelayMs(failures, 100, 5000);
         this.logger.warn({ err, retryInMs }, 'could not sync the subscriptions view; trying again');
         await pause(retryInMs, signal);
       }
     }
-    return undefined;
+    return false;
   }
 
   /** One lane per subscription in this process: its callbacks go one at a time, in the order they were admitted. */
@@ -214,7 +235,7 @@ export async function startCallbackBridge(deps: CallbackBridgeDeps): Promise<Con
   const unwatch = deps.metrics?.watchCallbackBacklogs(() => bridge.backlogs());
   const events = await deps.runGroupConsumer({
     groupId: deps.groupId,
-    topics: [deps.topics.taskEvents, deps.topics.domainEvents],
+    topics: [deps.topics.taskEvents, deps.topics.domainEvents, deps.topics.onceCallbacks],
     maxInFlight: deps.concurrency,
     stopGraceMs: STOP_GRACE_MS,
     membership,

@@ -13,6 +13,7 @@ import { SubscriptionEnds } from './subscription-ends';
 import type { CallbackParts, JobOrigin, LaneExit, LaneJob } from './lane-job';
 import { CallbackAttempts, type AttemptOf } from './callback-attempt';
 import { deadLetterRecords } from './dead-letter';
+import { onceCallbackRecord } from './once-callbacks';
 import { SendClearance, type ClearanceDeps } from './send-clearance';
 import { untilDone, type StepOf } from './until-done';
 
@@ -24,7 +25,7 @@ export interface LaneDeps extends ClearanceDeps {
   subscriptions: SubscriptionStore;
   agent: Agent;
   logger: Logger;
-  topics: { deliveries: string; callbackDeadLetters: string };
+  topics: { deliveries: string; callbackDeadLetters: string; onceCallbacks: string };
   callbacks: {
     timeoutMs: number;
     maxAttempts: number;
@@ -243,6 +244,7 @@ export class DeliveryLane {
       if (waiting) await waiting;
       return this.ends.afterEarlierOwner(done, signal);
     }
+    if (message.handOn) return this.handOn(message, signal);
     const run = randomHex(4);
     for (let attempt = 1; ; attempt += 1) {
       const result = await this.attempts.once(message, { run, attempt }, signal, writes);
@@ -259,6 +261,16 @@ export class DeliveryLane {
       this.headFailed(attempt);
       await pause(result.retryInMs ?? 0, signal);
     }
+  }
+
+  /**
+   * A `once` callback to event kinds goes to its subscription's one deciding bridge (once-callbacks.ts), in its turn
+   * and before its event is committed; not once the subscription has ended.
+   */
+  private handOn(message: CallbackParts, signal: AbortSignal): Promise<void> | undefined {
+    if (this.deps.subscriptions.get(this.subscriptionId)?.status !== 'active') return undefined;
+    const record = onceCallbackRecord(this.deps.topics.onceCallbacks, message);
+    return untilDone(signal, this.step('hand on a once callback'), () => this.deps.publisher.publish([record]));
   }
 
   private async deadLetter(

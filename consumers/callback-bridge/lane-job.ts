@@ -2,7 +2,10 @@ import type { CommitHold } from '../../src/kafka/types';
 import type { CallbackMessage } from './send-callback';
 
 /** A callback as a lane holds it: the subscription's URL and secret are read at each attempt, never kept. */
-export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'>;
+export type CallbackParts = Omit<CallbackMessage, 'secret' | 'callbackUrl'> & {
+  /** not sent from here: handed to the subscription's one deciding bridge (once-callbacks.ts) */
+  handOn?: true;
+};
 
 /** Why a lane stopped working on a callback before it was done: its event goes back to the consumer group. */
 export class LaneStopped extends Error {

@@ -13,6 +13,7 @@ import { LaneStopped, type CallbackParts, type LaneJob } from './lane-job';
 import type { DeliveredCallbacks } from './delivered-callbacks';
 import { LaneBacklog, type BacklogDeps, type BacklogRange } from './lane-backlog';
 import { ReadingSlots } from './reading-slots';
+import { parseOnceCallback } from './once-callbacks';
 
 export type HoldCommit = (offset: bigint) => CommitHold;
 
@@ -44,7 +45,7 @@ export interface LaneSourcesDeps {
   cursors: StateView<BacklogCursor>;
   subscriptions: SubscriptionStore;
   publisher: Publisher;
-  topics: { taskEvents: string; callbackBacklogs: string };
+  topics: { taskEvents: string; callbackBacklogs: string; onceCallbacks: string };
   logger: Logger;
   kafkaTimeoutMs: number;
   /** the subscription's lane, made if there is none */
@@ -297,6 +298,10 @@ export class LaneSources {
       callbackFor: (r) => {
         const sub = deps.subscriptions.get(subscriptionId);
         if (!sub || sub.status !== 'active') return 'ended';
+        if (r.topic === deps.topics.onceCallbacks) {
+          const handed = parseOnceCallback(r);
+          return handed?.subscriptionId === subscriptionId ? handed : undefined;
+        }
         const e = parseEvent(r, deps.topics.taskEvents);
         return e && wants(sub, e) ? deps.callbackParts(sub, e, r) : undefined;
       },

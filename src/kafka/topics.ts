@@ -21,6 +21,11 @@ export interface Topics {
   callbackDeadLetters: string;
   /** compacted: where each callback lane backlog stands, key = `<subscription>/<topic>/<partition>` */
   callbackBacklogs: string;
+  /**
+   * callbacks of `once` subscriptions to event kinds, handed to one bridge to decide between, key = subscription UUID
+   * (consumers/callback-bridge/once-callbacks.ts)
+   */
+  onceCallbacks: string;
   /** compacted: Idempotency-Key claims and answers, key = `<tenant>/<key>` (claims `!claim/<tenant>/<key>`) */
   idempotencyKeys: string;
 }
@@ -36,12 +41,13 @@ export function topicNames(prefix: string): Topics {
     deliveries: `${prefix}deliveries`,
     callbackDeadLetters: `${prefix}callback-dead-letters`,
     callbackBacklogs: `${prefix}callback-backlogs`,
+    onceCallbacks: `${prefix}once-callbacks`,
     idempotencyKeys: `${prefix}idempotency-keys`,
   };
 }
 
 const COMPACTED = ['resources', 'tasks', 'subscriptions', 'idempotencyKeys', 'callbackBacklogs'] as const;
-/** how long the log topics (task events, domain events, deliveries) keep records, for topics this service creates */
+/** how long the log topics (events, deliveries, once callbacks) keep records, for topics this service creates */
 export const LOG_RETENTION_MS = 7 * 24 * 3600 * 1000;
 const DAY_MS = String(24 * 3600 * 1000);
 

@@ -4,7 +4,7 @@ import { auditLoad } from '../support/callback-audit';
 import { ChaosReceiver } from '../support/chaos-receiver';
 import { startChildService, type ChildService } from '../support/child-service';
 import { untilGroupStable } from '../support/consumer-group';
-import { socketOwner } from '../support/socket-owner';
+import { senderAmong } from '../support/socket-owner';
 import { TaskEventLog } from '../support/task-event-log';
 import { TaskLoad } from '../support/task-load';
 import { startTestService, testBrokers, uniquePrefix } from '../support/test-service';
@@ -71,15 +71,7 @@ test('a bridge SIGSTOPped past its session resumes without late repeats: 0 lost,
   );
   const [api] = services;
   // Each callback is put down to the bridge process that sent it, by its connection's port.
-  const senderOf = (port: number, receiverPort: number) => {
-    const pid = socketOwner(
-      port,
-      bridges.map((b) => b.process.pid ?? 0),
-      receiverPort,
-    );
-    return pid === undefined ? undefined : String(bridges.findIndex((b) => b.process.pid === pid));
-  };
-  const slow = await new ChaosReceiver(() => ({ status: 200, delayMs: 40 }), senderOf).start();
+  const slow = await new ChaosReceiver(() => ({ status: 200, delayMs: 40 }), senderAmong(bridges)).start();
   receiver = slow;
   const groupId = `${prefix}callback-bridge`;
   bridges.push(await startChildService('bridge', prefix, env));

@@ -7,6 +7,21 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
  * remote ends differ (another process's connection to the broker), and the first such line named none of `pids`.
  * Undefined when none does (or not on Linux). Synchronous, so a server can call it while the connection is new.
  */
+/**
+ * ChaosReceiver's `identify` for callbacks from child processes: which of `children` (their index, as a string) sent a
+ * connection, from its peer port and the receiver's own. The list is read at each call: children started later count.
+ */
+export function senderAmong(children: readonly { process: { pid?: number } }[]) {
+  return (port: number, receiverPort: number): string | undefined => {
+    const pid = socketOwner(
+      port,
+      children.map((c) => c.process.pid ?? 0),
+      receiverPort,
+    );
+    return pid === undefined ? undefined : String(children.findIndex((c) => c.process.pid === pid));
+  };
+}
+
 export function socketOwner(port: number, pids: number[], remotePort: number): number | undefined {
   const inode = inodeOfConnection(port, remotePort);
   if (inode === undefined) return undefined;

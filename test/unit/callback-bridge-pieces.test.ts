@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
-import { MockAgent, type Agent } from 'undici';
+import { MockAgent } from 'undici';
 import { callbackBody, parseEvent, webhookId } from '../../consumers/callback-bridge/bridge-event';
-import type { BacklogCursor } from '../../src/subscriptions/backlog-cursor';
-import { CallbackBridge } from '../../consumers/callback-bridge/callback-bridge';
 import { createLogger } from '../../src/logger';
-import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
-import { FakeCommitHolds, FakePartitionReader, FakePublisher, FakeView } from './fakes';
+import { bridgeOnFakes } from './bridge-fixture';
+import { FakeCommitHolds, FakePublisher, FakeView } from './fakes';
 import type { IncomingRecord } from '../../src/kafka/types';
 import { KeyedSerial } from '../../src/lib/keyed-serial';
 import type { Subscription } from '../../src/subscriptions/subscription';
@@ -137,37 +135,7 @@ describe('CallbackBridge.admit: an event is matched against every subscription c
     const agent = new MockAgent();
     agent.disableNetConnect();
     agent.get(ORIGIN).intercept({ path: /.*/, method: 'POST' }).reply(204).persist();
-    const bridge = new CallbackBridge(
-      {
-        runGroupConsumer: () => Promise.reject(new Error('not used here')),
-        publisher,
-        topics: {
-          taskEvents: 'task-events',
-          domainEvents: 'domain-events',
-          deliveries: 'deliveries',
-          callbackDeadLetters: 'dlq',
-          callbackBacklogs: 'backlogs',
-        },
-        cursors: new FakeView<BacklogCursor>(),
-        // Generous bounds: nothing here waits on them, and a machine with both cores busy must not trip them.
-        subscriptions: new SubscriptionStore({
-          view,
-          publisher,
-          topic: 'subs',
-          cursorTopic: 'backlogs',
-          timeoutMs: 10000,
-        }),
-        groupId: 'bridge',
-        allowPrivate: true,
-        concurrency: 10,
-        callbacks: { timeoutMs: 10000, maxAttempts: 1, backoffBaseMs: 1, backoffMaxMs: 1, laneBuffer: 10 },
-        reader: new FakePartitionReader(publisher),
-        kafkaTimeoutMs: 10000,
-        logger,
-      },
-      agent as unknown as Agent,
-      logger,
-    );
+    const bridge = bridgeOnFakes(view, publisher, agent, logger);
     // Made elsewhere just before the event: only a sync of the view brings it in.
     const subscription: Subscription = {
       id: 's1',

@@ -16,7 +16,7 @@ import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
  * ports (publisher, subscriptions view) and undici's MockAgent as the receiver.
  */
 const ORIGIN = 'http://receiver.test';
-const topics = { deliveries: 'deliveries', callbackDeadLetters: 'dlq' };
+const topics = { deliveries: 'deliveries', callbackDeadLetters: 'dlq', onceCallbacks: 'once-callbacks' };
 
 function subscription(id: string, mode: Subscription['mode'] = 'continuous'): Subscription {
   const now = new Date().toISOString();
