@@ -90,21 +90,29 @@ test('a request arriving while the server closes is a 503 Problem with Retry-Aft
 });
 
 /*
- * A closing server stops taking connections, and a connection kept alive that brings its next request within the
- * drain is answered (the 503 above, closing it) instead of being cut: a client that sent on an idle connection the
- * server then closed gets a reset, and cannot tell whether its POST was taken. Node closes idle connections as its
- * server closes; the drain comes first.
+ * A closing server's connection kept alive that brings its next request within the drain is answered (the 503 above,
+ * closing it) instead of being cut: a client that sent on an idle connection the server then closed gets a reset, and
+ * cannot tell whether its POST was taken. Node closes idle connections as its server closes; the drain comes first.
+ * The server also listens until the drain ends, so a connection made meanwhile gets the same 503: closed as the close
+ * began, the listener reset the connections the system had queued, whose requests may have been sent already.
  */
-test('a kept-alive connection idle as the server closes is answered, not reset, when it sends next', async () => {
-  // Long enough for this test to notice the close and send on a machine however busy; ends when the client leaves.
-  const { app, port } = await listening({ drain: { limitMs: 20000, quietMs: 20000 } });
+test('during the drain a kept-alive connection and a new one are each answered 503, not reset', async () => {
+  // Quiet for long enough that this test notices the close and sends on a machine however busy (each request and
+  // connection during the drain starts the quiet again); it ends 2 s after the last.
+  const { app, port } = await listening({ drain: { limitMs: 20000, quietMs: 2000 } });
   const { socket, seen, ended } = keptAlive(port);
   const request = (id: string) => `GET /health/live HTTP/1.1\r\nhost: localhost\r\nx-request-id: ${id}\r\n\r\n`;
   socket.write(request('first'));
   await until(async () => /\r\n\r\n/.test(seen.received) || undefined);
+  expect(await answerOnNewConnection(port, request('before'))).toMatch(/^HTTP\/1\.1 200 /);
   const closed = app.close();
-  // The close has begun once no new connection is taken; the kept-alive one is idle then.
-  await until(async () => ((await accepts(port)) ? undefined : true));
+  // The close has begun once a request on a new connection is answered 503; the kept-alive one is idle then.
+  const fresh = await until(async () => {
+    const answer = await answerOnNewConnection(port, request('fresh'));
+    return answer.startsWith('HTTP/1.1 503') ? answer : undefined;
+  });
+  expect(fresh).toMatch(/\r\nconnection: close\r\n/i);
+  expect(fresh).toMatch(/\r\nretry-after: 1\r\n/i);
   socket.write(request('second'));
   await Promise.all([closed, ended]);
   expect(seen.reset).toBeUndefined();
@@ -112,17 +120,29 @@ test('a kept-alive connection idle as the server closes is answered, not reset, 
   expect(answers.map((a) => a.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
   expect(answers[1]).toMatch(/\r\nconnection: close\r\n/i);
   expect(answers[1]).toMatch(/\r\nx-request-id: second\r\n/i);
+  // The drain over, the server listens no more.
+  expect(await answerOnNewConnection(port, request('after'))).toBe('refused');
 });
 
-/** Whether a new connection to the port is taken (and then closed again). */
-function accepts(port: number): Promise<boolean> {
+/** What a request on a new connection is answered, read to the connection's end; 'refused' if none is taken. */
+function answerOnNewConnection(port: number, request: string): Promise<string> {
   return new Promise((resolve) => {
     const probe = connect(port, '127.0.0.1');
+    let received = '';
+    let connected = false;
     probe.once('connect', () => {
-      probe.destroy();
-      resolve(true);
+      connected = true;
+      probe.write(request);
     });
-    probe.once('error', () => resolve(false));
+    probe.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+      // A 200 keeps the connection alive: its answer is all this needs.
+      if (/^HTTP\/1\.1 200 [^]*\r\n\r\n/.test(received)) probe.destroy();
+    });
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      if (!connected) resolve(err.code === 'ECONNREFUSED' ? 'refused' : String(err.code));
+    });
+    probe.once('close', () => resolve(received));
   });
 }
 
@@ -146,15 +166,17 @@ test.each([
   ['a bodyless 204', 204],
 ])('%s under way as the server closes says Connection: close, and its connection ends cleanly', async (_, code) => {
   const { route, entered, begun, release } = slowRoute(code as 200 | 204);
-  // A drain far longer than the test: the connection ends because its answer said close, not because the drain did.
-  const { app, port } = await listening({ routes: [route], drain: { limitMs: 600000, quietMs: 600000 } });
+  // A drain that ends only at its limit: the connection ends before it, because its answer said close.
+  const { app, port } = await listening({ routes: [route], drain: { limitMs: 3000, quietMs: 600000 } });
   const { socket, seen, ended } = keptAlive(port);
   socket.write(`GET /slow HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TENANT_A_KEY}\r\n\r\n`);
   await entered;
   const closed = app.close();
   await begun;
   release();
-  await Promise.all([ended, closed]);
+  const first = await Promise.race([ended.then(() => 'connection ended'), closed.then(() => 'server closed')]);
+  await closed;
+  expect(first).toBe('connection ended');
   expect(seen.reset).toBeUndefined();
   const [head] = seen.received.split('\r\n\r\n');
   expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${code} `));
