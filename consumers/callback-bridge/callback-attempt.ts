@@ -95,7 +95,7 @@ export class CallbackAttempts {
       // The attempt is history before the subscription ends: ended first, a crash between the two would leave a
       // subscription cancelled as delivered with no delivery in its history, and nothing would deliver it again.
       await recorded.catch(() => undefined);
-      await this.ends.end(sub, reason, signal);
+      await this.ends.end(sub, reason, signal, true);
     }
     return { ...result, retryInMs };
   }

@@ -74,7 +74,9 @@ export class CallbackBridge {
   ) {
     const history = new AttemptRecorder(deps.publisher, HISTORY_LINGER_MS);
     const waiting = { count: 0, spare: Math.floor(deps.concurrency * SPARE_SHARE) };
-    this.laneDeps = { ...deps, agent, logger, history, waiting, failureLog: new CallbackFailureLog(logger) };
+    const failureLog = new CallbackFailureLog(logger);
+    const ownedSince = (partition: string) => this.sources.ownedSince(partition);
+    this.laneDeps = { ...deps, agent, logger, history, waiting, failureLog, ownedSince };
     this.sources = new LaneSources({
       ...deps,
       logger,

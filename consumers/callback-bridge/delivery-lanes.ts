@@ -1,21 +1,15 @@
 import type { Agent } from 'undici';
 import type { Publisher } from '../../src/kafka/types';
-import { pause } from '../../src/lib/abortable-sleep';
 import type { Logger } from '../../src/logger';
 import { CallbackFailureLog } from './callback-failure-log';
 import type { ServiceMetrics } from '../../src/metrics/metrics';
 import type { Tracer } from '../../src/tracing/tracer';
-import { randomHex } from '../../src/lib/random-hex';
 import type { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 import type { AttemptRecorder } from './attempt-recorder';
 import type { DeliveredCallbacks } from './delivered-callbacks';
-import { SubscriptionEnds } from './subscription-ends';
 import type { CallbackParts, JobOrigin, LaneExit, LaneJob } from './lane-job';
-import { CallbackAttempts, type AttemptOf } from './callback-attempt';
-import { deadLetterRecords } from './dead-letter';
-import { onceCallbackRecord } from './once-callbacks';
-import { SendClearance, type ClearanceDeps } from './send-clearance';
-import { untilDone, type StepOf } from './until-done';
+import { CallbackDelivery } from './callback-delivery';
+import type { ClearanceDeps } from './send-clearance';
 
 export interface LaneDeps extends ClearanceDeps {
   publisher: Publisher;
@@ -45,6 +39,8 @@ export interface LaneDeps extends ClearanceDeps {
   failureLog?: CallbackFailureLog;
   /** callbacks the delivery history shows done (by an earlier owner of their events): not sent again */
   delivered?: DeliveredCallbacks;
+  /** when this bridge began offering a partition (as JobOrigin keys it), if it still does (earlier-owner.ts) */
+  ownedSince?(partition: string): number | undefined;
 }
 
 /**
@@ -110,20 +106,15 @@ export class DeliveryLane {
   private roomWanted = false;
   /** queued callbacks the group consumer offered: each holds its partition's commit until it is done */
   private holdingCommit = 0;
-  private readonly failureLog: CallbackFailureLog;
-  private readonly clearance: SendClearance;
-  private readonly ends: SubscriptionEnds;
-  private readonly attempts: CallbackAttempts;
+  private readonly delivery: CallbackDelivery;
 
   constructor(
-    private readonly subscriptionId: string,
+    subscriptionId: string,
     private readonly deps: LaneDeps,
     private readonly events: Pick<LaneEvents, 'onIdle'> & Partial<LaneEvents>,
   ) {
-    this.failureLog = deps.failureLog ?? new CallbackFailureLog(deps.logger);
-    this.clearance = new SendClearance(deps, (what) => this.step(what));
-    this.ends = new SubscriptionEnds(subscriptionId, deps, this.step('end the subscription'));
-    this.attempts = new CallbackAttempts(subscriptionId, deps, this.clearance, this.ends, (what) => this.step(what));
+    const failureLog = deps.failureLog ?? new CallbackFailureLog(deps.logger);
+    this.delivery = new CallbackDelivery(subscriptionId, deps, failureLog, (attempt) => this.headFailed(attempt));
   }
 
   /**
@@ -201,7 +192,7 @@ export class DeliveryLane {
       const writes: Promise<void>[] = [];
       this.head = job;
       try {
-        await this.deliver(job.message, job.signal, writes);
+        await this.delivery.deliver(job.message, job.signal, writes, job.origin?.partition);
         const { reject } = job;
         const done = () => (job.adopted ? job.adopted() : job.resolve('done'));
         // Mostly one write (a first attempt that worked): then no Promise.all.
@@ -233,72 +224,6 @@ export class DeliveryLane {
     if (this.deps.waiting) this.deps.waiting.count -= evicted.length;
     this.holdingCommit = 0;
     if (evicted.length > 0) this.events.onEvicted(evicted);
-  }
-
-  private async deliver(message: CallbackParts, signal: AbortSignal, writes: Promise<void>[]): Promise<void> {
-    // Delivered (or dead-lettered) before its event came back to the group: not sent again.
-    const done = this.deps.delivered?.outcomeOf(message.webhookId);
-    if (done !== undefined) {
-      // Its subscription is read as an attempt reads it, from a view synced within the lease (SubscriptionEnds).
-      const waiting = this.clearance.wait(signal);
-      if (waiting) await waiting;
-      return this.ends.afterEarlierOwner(done, signal);
-    }
-    if (message.handOn) return this.handOn(message, signal);
-    const run = randomHex(4);
-    for (let attempt = 1; ; attempt += 1) {
-      const result = await this.attempts.once(message, { run, attempt }, signal, writes);
-      if (result?.outcome !== 'failed') return;
-      // Told once per callback, not per retry: a dead endpoint's retries are in the metrics and the history.
-      if (attempt === 1) this.failureLog.tell('failed', { ...this.named(message), error: result.error });
-      if (attempt >= this.deps.callbacks.maxAttempts) {
-        // The last attempt's record first: the history lists the dead letter after it, in the order they happened.
-        await Promise.all(writes);
-        await this.deadLetter(message, { run, attempt }, result.error, signal);
-        await this.ends.afterDeadLetter(signal);
-        return;
-      }
-      this.headFailed(attempt);
-      await pause(result.retryInMs ?? 0, signal);
-    }
-  }
-
-  /**
-   * A `once` callback to event kinds goes to its subscription's one deciding bridge (once-callbacks.ts), in its turn
-   * and before its event is committed; not once the subscription has ended.
-   */
-  private handOn(message: CallbackParts, signal: AbortSignal): Promise<void> | undefined {
-    if (this.deps.subscriptions.get(this.subscriptionId)?.status !== 'active') return undefined;
-    const record = onceCallbackRecord(this.deps.topics.onceCallbacks, message);
-    return untilDone(signal, this.step('hand on a once callback'), () => this.deps.publisher.publish([record]));
-  }
-
-  private async deadLetter(
-    message: CallbackParts,
-    { run, attempt: attempts }: AttemptOf,
-    lastError: string,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const records = deadLetterRecords(this.deps.topics, {
-      subscriptionId: this.subscriptionId,
-      message,
-      run,
-      attempts,
-      lastError,
-    });
-    await untilDone(signal, this.step('dead-letter the callback'), () => this.deps.publisher.publish(records));
-    this.deps.metrics?.callbackAttempt('dead-lettered', 0);
-    this.failureLog.tell('dead-lettered', { ...this.named(message), attempts, lastError });
-  }
-
-  /** what a log line names a callback by */
-  private named(message: CallbackParts) {
-    return { subscriptionId: this.subscriptionId, webhookId: message.webhookId, event: message.event };
-  }
-
-  /** a Kafka step of this lane, as its retries log it (until-done.ts) */
-  private step(what: string): StepOf {
-    return { logger: this.deps.logger, subscriptionId: this.subscriptionId, what, failures: this.failureLog };
   }
 
   get idle(): boolean {

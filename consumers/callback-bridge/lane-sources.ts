@@ -28,6 +28,8 @@ export interface PartitionOffers {
   topic: string;
   partition: number;
   signal: AbortSignal;
+  /** when this member began offering it (Date.now()) */
+  since: number;
   /** the next offset to offer: every record below it has been offered to its lanes, or passed to their backlogs */
   next: bigint;
   /** per subscription: its events of this partition that its lane had no room for */
@@ -96,6 +98,7 @@ export class LaneSources {
         topic,
         partition,
         signal,
+        since: Date.now(),
         next,
         backlogs: new Map(),
         restored: false,
@@ -135,6 +138,12 @@ export class LaneSources {
     }
     const origin = { partition: `${offers.topic}\u0000${offers.partition}`, offset, holdCommit };
     return lane.enqueue(callback(), offers.signal, origin);
+  }
+
+  /** When this member began offering the partition (`topic\u0000partition`), if it still does. */
+  ownedSince(partition: string): number | undefined {
+    const offers = this.partitions.get(partition);
+    return offers && !offers.signal.aborted ? offers.since : undefined;
   }
 
   /** Everything below `upTo` is offered: backlogs whose reading has caught up give the partition back. */

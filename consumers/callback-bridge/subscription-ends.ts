@@ -29,10 +29,16 @@ export class SubscriptionEnds {
     private readonly step: StepOf,
   ) {}
 
-  end(sub: Subscription, reason: CancelReason, signal: AbortSignal): Promise<void> {
+  /**
+   * `evenIfStopped`: tried once even after the event was handed back, for an end an attempt's answer made (a once
+   * delivery, a refusal, a 410). That answer came, whoever owns the event now: left unwritten, the next owner would
+   * send the callback again, and a once subscription's repeat turned away by its receiver (409 for a request it was
+   * still answering) would be dead-lettered there and the next event sent, a second accepted callback.
+   */
+  end(sub: Subscription, reason: CancelReason, signal: AbortSignal, evenIfStopped = false): Promise<void> {
     // The write, then the view's read of it, each within KAFKA_TIMEOUT_MS (as before the store did both).
     const within = 2 * this.deps.kafkaTimeoutMs;
-    return untilDone(signal, this.step, () => this.deps.subscriptions.end(sub, reason, within));
+    return untilDone(signal, this.step, () => this.deps.subscriptions.end(sub, reason, within), evenIfStopped);
   }
 
   /**

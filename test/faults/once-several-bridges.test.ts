@@ -17,6 +17,14 @@ import { until } from '../support/until';
  */
 const BRIDGES = 3;
 const ORDERS = 30;
+/** Two attempts, soon after each other: a dead letter in about a second. */
+const BRIDGE_ENV = {
+  KAFKA_TIMEOUT_MS: '3000',
+  CALLBACK_MAX_ATTEMPTS: '2',
+  CALLBACK_BACKOFF_BASE_MS: '100',
+  CALLBACK_BACKOFF_MAX_MS: '200',
+  CALLBACK_TIMEOUT_MS: '10000',
+};
 
 const receivers: ChaosReceiver[] = [];
 const bridges: ChildService[] = [];
@@ -26,15 +34,9 @@ let prefix: string;
 beforeAll(async () => {
   prefix = uniquePrefix('once-bridges');
   api = await startTestService(prefix, { role: 'api', env: { KAFKA_TIMEOUT_MS: '3000' } });
-  // Two attempts, soon after each other: a dead letter in about a second.
-  const env = {
-    KAFKA_TIMEOUT_MS: '3000',
-    CALLBACK_MAX_ATTEMPTS: '2',
-    CALLBACK_BACKOFF_BASE_MS: '100',
-    CALLBACK_BACKOFF_MAX_MS: '200',
-    CALLBACK_TIMEOUT_MS: '10000',
-  };
-  bridges.push(...(await Promise.all(Array.from({ length: BRIDGES }, () => startChildService('bridge', prefix, env)))));
+  bridges.push(
+    ...(await Promise.all(Array.from({ length: BRIDGES }, () => startChildService('bridge', prefix, BRIDGE_ENV)))),
+  );
   await untilGroupStable(`${prefix}callback-bridge`, BRIDGES);
 }, 180000);
 
@@ -108,7 +110,32 @@ test('the first callback dead-lettered is not the accepted one: the next is, and
   expect(accepted).not.toContain(first?.webhookId);
 }, 200000);
 
-// Last: it leaves two bridges.
+/*
+ * A bridge joining moves partitions (kafkajs gives them all up at a rebalance): the first callback of each
+ * subscription, on the wire from its earlier owner, is sent again by the next owner of its partition, and a receiver
+ * still handling the first turns the repeat away (409). Before, the next owner dead-lettered it and sent the next event
+ * (20 of 20 subscriptions with two accepted callbacks, in an audit): it now reads the history again before a dead
+ * letter, once the earlier request must have ended, and the earlier owner ends the subscription after its answer.
+ */
+test('a bridge joins while first callbacks are on the wire and repeats are turned away (409): one accepted', async () => {
+  const r = await receiver((_ordinal, attempt) => (attempt === 1 ? { status: 200, delayMs: 6000 } : { status: 409 }));
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i += 1) ids.push(await subscribeThenOrder(r));
+  await until(
+    async () => (ids.every((id) => r.deliveries.some((d) => d.subscription === id)) ? true : undefined),
+    60000,
+    10,
+    'a first callback of each subscription',
+  );
+  bridges.push(await startChildService('bridge', prefix, BRIDGE_ENV));
+  await untilGroupStable(`${prefix}callback-bridge`, bridges.filter((b) => b.running).length);
+  for (const id of ids) {
+    expect((await ended(id)).cancelReason).toBe('delivered-once');
+    expect(acceptedIds(r, id)).toHaveLength(1);
+  }
+}, 300000);
+
+// Last: it leaves one bridge fewer.
 test('the bridge sending it SIGKILLed mid-request: its successor sends that callback again, and no other', async () => {
   // The first request is held past the kill (its answer never reaches the killed bridge); every other is accepted.
   const r = await receiver((ordinal, attempt) =>

@@ -8,7 +8,7 @@ import type { Subscription } from '../../src/subscriptions/subscription';
 import { AttemptRecorder } from '../../consumers/callback-bridge/attempt-recorder';
 import { DeliveredCallbacks } from '../../consumers/callback-bridge/delivered-callbacks';
 import type { DeliveryAttempt } from '../../src/subscriptions/delivery-attempt';
-import { capturedLogger, FakePublisher, FakeView } from './fakes';
+import { capturedLogger, FakeCommitHolds, FakePublisher, FakeView } from './fakes';
 import { SubscriptionStore } from '../../src/subscriptions/subscription-store';
 
 /*
@@ -211,9 +211,10 @@ describe('DeliveryLane', () => {
     ]);
   });
 
-  test('an attempt on the wire when its event is handed back is still recorded: it happened', async () => {
+  test('an attempt on the wire when its event is handed back is still recorded, and ends a once subscription', async () => {
     const { agent, subscriptions, deps, publisher } = setup();
-    subscriptions.set('s1', subscription('s1'));
+    subscriptions.set('s1', subscription('s1', 'once'));
+    viewAppliesSubscriptionWrites(publisher, subscriptions);
     const received: string[] = [];
     agent
       .get(ORIGIN)
@@ -230,6 +231,8 @@ describe('DeliveryLane', () => {
     handBack.abort();
     await delivered.catch(() => undefined);
     expect(publisher.on('deliveries').map((r) => JSON.parse(String(r.value)).outcome)).toEqual(['delivered']);
+    // The answer came, whoever owns the event now: the next owner's repeat, turned away, must not lead to a second.
+    expect(subscriptions.get('s1')).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once' });
   });
 
   test('a callback the history shows delivered or dead-lettered (by an earlier owner) is not sent again', async () => {
@@ -253,6 +256,85 @@ describe('DeliveryLane', () => {
     // Only a failed attempt leaves its callback owed; nothing is written for the ones skipped.
     expect(received).toEqual(['e2', 'e4']);
     expect(publisher.on('deliveries').map((r) => JSON.parse(String(r.value)).event)).toEqual(['e2', 'e4']);
+  });
+
+  /*
+   * A rebalance hands a callback on the wire to the partition's next owner, whose repeat (same webhook-id) a receiver
+   * still answering the first can turn away (409). The first one's answer is recorded by the bridge that sent it.
+   */
+  describe("an earlier owner's request still open when the callback was taken over", () => {
+    const delivered = (sub: string, n: number): [string, DeliveryAttempt] => [
+      `${sub}/msg_${n}/old/1`,
+      {
+        subscriptionId: sub,
+        webhookId: `msg_${n}`,
+        event: `e${n}`,
+        attempt: 1,
+        at: '',
+        outcome: 'delivered',
+        latencyMs: 1,
+      },
+    ];
+
+    test('accepted meanwhile: the repeat that failed is not retried, and a once subscription ends', async () => {
+      const { agent, subscriptions, deps, publisher } = setup(5);
+      subscriptions.set('s1', subscription('s1', 'once'));
+      viewAppliesSubscriptionWrites(publisher, subscriptions);
+      const history = new FakeView<DeliveryAttempt>();
+      const received: string[] = [];
+      agent
+        .get(ORIGIN)
+        .intercept({ path: '/s1', method: 'POST' })
+        .reply((opts) => {
+          received.push(JSON.parse(String(opts.body)).event);
+          // The earlier owner's request is answered 200 while this repeat is turned away.
+          history.set(...delivered('s1', 1));
+          return { statusCode: 409 };
+        })
+        .persist();
+      const lane = new DeliveryLane(
+        's1',
+        { ...deps, delivered: new DeliveredCallbacks(history) },
+        { onIdle: () => {} },
+      );
+      const signal = new AbortController().signal;
+      await Promise.all([lane.enqueue(parts('s1', 1), signal), lane.enqueue(parts('s1', 2), signal)]);
+      expect(received).toEqual(['e1']);
+      expect(subscriptions.get('s1')).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once' });
+      expect(publisher.on('dlq')).toEqual([]);
+    });
+
+    test('a once callback to event kinds is dead-lettered only once such a request must have ended', async () => {
+      const { agent, subscriptions, deps, publisher } = setup(2);
+      subscriptions.set('s1', subscription('s1', 'once'));
+      viewAppliesSubscriptionWrites(publisher, subscriptions);
+      const history = new FakeView<DeliveryAttempt>();
+      const received: string[] = [];
+      receiver(agent, '/s1', [409, 409, 200], received);
+      // The partition became this bridge's just now; the earlier owner's answer is recorded after both repeats
+      // failed, as its view would read it in a sync.
+      const takenOverAt = Date.now();
+      history.commitElsewhere(() => history.set(...delivered('s1', 1)));
+      const lanesDeps = {
+        ...deps,
+        callbacks: { ...deps.callbacks, timeoutMs: 300 },
+        kafkaTimeoutMs: 200,
+        delivered: new DeliveredCallbacks(history),
+        ownedSince: (partition: string) => (partition === 'p0' ? takenOverAt : undefined),
+      };
+      const lane = new DeliveryLane('s1', lanesDeps, { onIdle: () => {} });
+      const signal = new AbortController().signal;
+      const holds = new FakeCommitHolds();
+      const origin = (offset: bigint) => ({ partition: 'p0', offset, holdCommit: holds.holdCommit });
+      await Promise.all([
+        lane.enqueue(parts('s1', 1), signal, origin(1n)),
+        lane.enqueue(parts('s1', 2), signal, origin(2n)),
+      ]);
+      expect(received).toEqual(['e1', 'e1']);
+      expect(history.syncs).toBeGreaterThan(0);
+      expect(subscriptions.get('s1')).toMatchObject({ status: 'cancelled', cancelReason: 'delivered-once' });
+      expect(publisher.on('dlq')).toEqual([]);
+    });
   });
 
   test('the history index follows the view: a tombstoned attempt no longer counts, a retried write counts once', () => {
