@@ -4,15 +4,17 @@ import type { RunningService } from '../../src/service';
 import { http } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { startTestService, TENANT_B_KEY, testBrokers, uniquePrefix } from '../support/test-service';
+import { untilGroupCommitted } from '../support/consumer-group';
 import { until } from '../support/until';
 
 /** Subscriptions over HTTP and the callback bridge, on the real broker with real receivers on loopback. */
 let service: RunningService;
+const prefix = uniquePrefix('callbacks');
 let base: string;
 const receivers: Receiver[] = [];
 
 beforeAll(async () => {
-  service = await startTestService(uniquePrefix('callbacks'), {
+  service = await startTestService(prefix, {
     role: 'all',
     env: {
       CALLBACK_BACKOFF_BASE_MS: '200',
@@ -47,7 +49,16 @@ const order = (n: number) => ({ orderNumber: n, itemCount: 1, status: 'open' });
  * callback, one after a refusal or after the cancel's 202) could only show up later, and the bridge gives the test
  * no event for "I will send nothing more". So these checks are "no further request in N ms", and say so.
  */
-const noMoreWithin = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Every event written so far, and every once callback handed on, has been handled by the bridge (its group committed
+ * past them): a callback that none of them has made by now never comes.
+ */
+async function allHandled(): Promise<void> {
+  const group = `${prefix}callback-bridge`;
+  const { taskEvents, domainEvents, onceCallbacks } = service.kafka.topics;
+  // The events first: each is committed only once the callbacks it handed on are written.
+  for (const topic of [taskEvents, domainEvents, onceCallbacks]) await untilGroupCommitted(group, topic);
+}
 
 describe('the subscriptions API', () => {
   test('POST /subscriptions answers 201 with Location, _links.self, UUID, message and secret', async () => {
@@ -137,7 +148,7 @@ describe('callbacks', () => {
     expect(task.status).toBe(202);
     const subHref = task.body._links.subscription.href as string;
     const [cb] = await r.waitFor(1);
-    await noMoreWithin(500);
+    await allHandled();
     expect(r.received).toHaveLength(1);
     expect(cb.path).toBe('/done?x=1');
     expect(cb.headers['content-type']).toBe('application/json');
@@ -190,7 +201,7 @@ describe('callbacks', () => {
     await subscribe({ callbackUrl: `${r.url}/once`, mode: 'once', events: ['order.created'] });
     await http(base, '/orders', { body: { order: Array.from({ length: 10 }, (_, i) => order(i)) } });
     await r.waitFor(1);
-    await noMoreWithin(1500);
+    await allHandled();
     expect(r.received).toHaveLength(1);
   });
 
@@ -220,7 +231,7 @@ describe('callbacks', () => {
     expect((await http(base, `/subscriptions/${sub.body.UUID}`, { method: 'PUT' })).status).toBe(202);
     await http(base, created.body._embedded.orders[0]._links.self.href, { method: 'PATCH', body: { status: 'paid' } });
     await http(base, '/orders', { body: order(3) });
-    await noMoreWithin(1500);
+    await allHandled();
     expect(r.received).toHaveLength(8);
     expect(task.status).toBe(202);
   });
@@ -231,7 +242,7 @@ describe('callbacks', () => {
       const sub = await subscribe({ callbackUrl: `${r.url}/no`, mode: 'continuous', events: ['order.created'] });
       await http(base, '/orders', { body: { order: [order(1), order(2)] } });
       await r.waitFor(1);
-      await noMoreWithin(1200);
+      await allHandled();
       expect(r.received).toHaveLength(1);
       const state = await until(async () => {
         const s = await subscriptionState(sub.body.UUID);
